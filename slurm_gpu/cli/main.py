@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``slurm-gpu``: the admin and tool CLI. Subcommands load lazily so ``--help`` stays fast."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from slurm_gpu import __version__
+
+# name -> "module:attribute"; the one table of verbs (no copied registration lines).
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "lab": ("slurm_gpu.cli.lab:lab", "Run a real local Slurm with emulated GPU nodes."),
+    "policy": ("slurm_gpu.cli.policy:policy", "Check and inspect site policy files."),
+    "topo": ("slurm_gpu.cli.topo:topo", "Parse node topology; generate gres.conf and slurm.conf lines."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in SUBCOMMANDS:
+            return None
+        module_name, _, attr = SUBCOMMANDS[cmd_name][0].partition(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Short help without importing every verb.
+        rows = [(name, SUBCOMMANDS[name][1]) for name in sorted(SUBCOMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="slurm-gpu")
+def cli() -> None:
+    """slurm-gpu: GPU jobs on Slurm that land in the right place and run well there."""
+
+
+def main() -> None:
+    cli(prog_name="slurm-gpu")
+
+
+if __name__ == "__main__":
+    main()

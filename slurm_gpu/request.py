@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The normalised job request and the policy decision: the data that flows between gpusub, the
+classifier, the binding planner and the renderer.
+
+A JobRequest is what the user asked for, after sbatch's precedence (command line > ``SBATCH_*``
+environment > ``#SBATCH`` lines) has been applied. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What one submission asks for. ``None`` means "not given"; Slurm's or the policy's default applies.
+
+    GPU counts keep the form the user wrote them in (per job, per node, per task, per socket) so that
+    the classifier can compute the total and the renderer can keep the user's spelling where it must.
+    """
+
+    # GPUs
+    gpus: int | None = None  # --gpus / -G (per job)
+    gpus_per_node: int | None = None  # --gpus-per-node or --gres=gpu[:type]:N
+    gpus_per_task: int | None = None  # --gpus-per-task
+    gpus_per_socket: int | None = None  # --gpus-per-socket
+    ntasks_per_gpu: int | None = None  # --ntasks-per-gpu
+    gpu_type: str | None = None  # the type named in any of the GPU options, if any
+    gpu_fraction: float | None = None  # a request for part of one GPU (MIG slice / MPS share), 0 < f < 1
+    mig_profile: str | None = None  # an explicit MIG profile such as "1g.10gb"
+    # size and shape
+    nodes: int | None = None  # -N (minimum node count)
+    ntasks: int | None = None  # -n
+    ntasks_per_node: int | None = None
+    cpus_per_task: int | None = None  # -c
+    cpus_per_gpu: int | None = None
+    mem_mb: int | None = None  # --mem (per node)
+    mem_per_gpu_mb: int | None = None
+    mem_per_cpu_mb: int | None = None
+    time_limit_min: int | None = None  # -t
+    # placement the user chose (the policy may keep, change or refuse it)
+    partition: str | None = None
+    qos: str | None = None
+    account: str | None = None
+    constraint: str | None = None
+    job_class: str | None = None  # gpusub --class
+    # who and how
+    user: str | None = None
+    groups: tuple[str, ...] = ()
+    array: str | None = None  # --array spec, e.g. "0-99%10"
+    interactive: bool = False  # salloc / srun --pty, or an interactive class request
+    job_name: str | None = None
+    # VRAM fit inputs (gpusub --model-params 7B --precision bf16 --optimizer adam)
+    model_params: float | None = None  # parameter count, e.g. 7e9
+    precision: str | None = None
+    optimizer: str | None = None
+
+    @property
+    def total_gpus(self) -> int:
+        """Total GPUs the request asks for, combining every form the way slurmctld does.
+
+        ``--gpus-per-task`` counts per task (``ntasks`` or, failing that, one task per node);
+        ``--gpus-per-node`` and ``--gpus-per-socket`` multiply by the node count;
+        ``--ntasks-per-gpu`` alone gives ``ceil(ntasks / ntasks_per_gpu)``.
+        """
+        nodes = self.nodes or 1
+        if self.gpus is not None:
+            return self.gpus
+        if self.gpus_per_node is not None:
+            return self.gpus_per_node * nodes
+        if self.gpus_per_task is not None:
+            tasks = self.ntasks or (self.ntasks_per_node or 1) * nodes
+            return self.gpus_per_task * tasks
+        if self.gpus_per_socket is not None:
+            return self.gpus_per_socket * nodes  # sockets-per-node unknown here: at least one
+        if self.ntasks_per_gpu is not None and self.ntasks:
+            return -(-self.ntasks // self.ntasks_per_gpu)
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The policy's answer for one JobRequest. Exactly one of accepted / rejected.
+
+    ``added_options`` are sbatch options in ``--name=value`` form that the policy adds or changes.
+    ``reasons`` record every step the classifier took, in order.
+    """
+
+    accepted: bool
+    job_class: str | None = None
+    partition: str | None = None
+    qos: str | None = None
+    gres: str | None = None  # "gpu:h100:2" (per node), None for CPU-only jobs
+    gpu_type: str | None = None
+    gpus: int = 0  # total GPUs
+    added_options: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
+    message: str | None = None  # why it was rejected (None when accepted)
+    fix: str | None = None  # what to change so it is accepted
+
+    def to_json(self) -> dict[str, Any]:
+        """The documented ``gpusub --explain --json`` contract (plus ``fix``)."""
+        return {
+            "accepted": self.accepted,
+            "class": self.job_class,
+            "partition": self.partition,
+            "qos": self.qos,
+            "gres": self.gres,
+            "added_options": list(self.added_options),
+            "warnings": list(self.warnings),
+            "reasons": list(self.reasons),
+            "message": self.message,
+            "fix": self.fix,
+        }
+
+
+__all__ = ["JobRequest", "Decision", "field"]
