@@ -74,7 +74,7 @@ class JobRequest:
             return self.gpus_per_task * tasks
         if self.gpus_per_socket is not None:
             return self.gpus_per_socket * nodes  # sockets-per-node unknown here: at least one
-        if self.ntasks_per_gpu is not None and self.ntasks:
+        if self.ntasks_per_gpu and self.ntasks:  # 0 would be a usage error upstream; never divide by it
             return -(-self.ntasks // self.ntasks_per_gpu)
         return 0
 

@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: Apache-2.0
+# The README's two commands:  make demo  |  make test   (run as root; they install what is missing)
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# Debian's own python3: the lab user must be able to run gpusub from this venv (a /root/... interpreter
+# such as pyenv's is not readable by other users).
+SYSPY ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3)
+STAMP := $(VENV)/.slurm-gpu-installed
+PYTEST_ARGS ?=
+
+.PHONY: all venv lab-up lab-down lab-status demo test unit clean-venv
+all: test
+
+$(STAMP): setup.cfg pyproject.toml
+	@if [ -x "$(PY)" ] && [ "$$(id -u)" = 0 ] && ! runuser -u nobody -- "$(PY)" -c '' 2>/dev/null; then \
+	  echo "make: $(VENV) uses $$(readlink -f $(PY)), which the lab user cannot run; recreating it with $(SYSPY)"; \
+	  rm -rf "$(VENV)"; fi
+	@if ! "$(SYSPY)" -c 'import venv, ensurepip' 2>/dev/null; then \
+	  echo "make: installing python3-venv"; apt-get update -q >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null; fi
+	@[ -x "$(PY)" ] || "$(SYSPY)" -m venv "$(VENV)"
+	"$(PY)" -m pip install -q --disable-pip-version-check --config-settings editable_mode=compat -e '.[test]'
+	@touch "$@"
+
+venv: $(STAMP)
+
+lab-up: venv
+	"$(VENV)/bin/slurm-gpu" lab up
+
+lab-down: venv
+	"$(VENV)/bin/slurm-gpu" lab down
+
+lab-status: venv
+	"$(VENV)/bin/slurm-gpu" lab status
+
+demo: lab-up
+	"$(VENV)/bin/slurm-gpu" lab demo
+
+test: lab-up
+	"$(PY)" -m pytest tests $(PYTEST_ARGS)
+
+unit: venv
+	"$(PY)" -m pytest tests -m 'not slurm' $(PYTEST_ARGS)
+
+clean-venv:
+	rm -rf "$(VENV)"

@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Benchmark P1: the cost of submitting one 1-GPU job, four ways, in the lab.
+
+20 alternating rounds (default) of the same job, each way a fresh process as a user would run it:
+  gpusub    this checkout's ``gpusub --gres=gpu:h100:1 job.sh`` (a repeated submission: replayed,
+            see slurm_gpu/fastpath.py; "gpusub-cold" sets GPUSUB_NO_REPLAY=1 and decides afresh)
+  sbatch    ``sbatch --parsable --gres=gpu:h100:1 job.sh``
+  floor     ``python -c pass`` with gpusub's interpreter (the cost of a bare Python start)
+  submitit  submitit's AutoExecutor submitting the same command (``bash job.sh``), in a fresh interpreter
+Jobs are submitted held (``--hold``; submitit: ``slurm_additional_parameters={"hold": True}``) and
+cancelled after each round.
+Prints each median, (gpusub - sbatch) / floor (goal <= 3.0) and gpusub / submitit (goal < 0.5), then
+the slowest imports of gpusub (``python -X importtime``).
+
+submitit is a benchmark-only dependency: the setup step pip-installs it into this interpreter's
+environment when it is missing (``--no-install`` skips the submitit way instead).
+Usage (lab up, as root):  .venv/bin/python benchmarks/bench_submit.py [--rounds 20] [--gpu-type h100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.path.dirname(sys.executable)
+
+SUBMITIT = """
+import sys, submitit
+ex = submitit.AutoExecutor(folder=sys.argv[1], cluster="slurm")
+ex.update_parameters(timeout_min=5, slurm_gres=sys.argv[2], slurm_additional_parameters={"hold": True})
+job = ex.submit(submitit.helpers.CommandFunction(["bash", sys.argv[3]]))
+print(job.job_id)
+"""
+
+
+def lab_env() -> dict[str, str]:
+    env = dict(os.environ)
+    if "SLURM_CONF" not in env:
+        out = subprocess.run([os.path.join(BIN, "slurm-gpu"), "lab", "env"], capture_output=True, text=True,
+                             timeout=30).stdout
+        for line in out.splitlines():
+            if line.startswith("export ") and "=" in line and "PATH" not in line:
+                k, v = line[7:].split("=", 1)
+                env[k] = v.strip('"')
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure an ordinary install (byte-code cached)
+    return env
+
+
+def ensure_submitit(install: bool) -> bool:
+    """Setup step: make ``import submitit`` work in this environment (pip, the ordinary client)."""
+    if subprocess.run([sys.executable, "-c", "import submitit"], capture_output=True).returncode == 0:
+        return True
+    if not install:
+        return False
+    print("setup: pip install submitit (benchmark-only dependency)", flush=True)
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "submitit"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"setup: pip install submitit failed: {r.stderr.strip().splitlines()[-1:]}")
+        return False
+    return True
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, str]:
+    start = time.perf_counter()
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+    elapsed = time.perf_counter() - start
+    if r.returncode != 0:
+        raise RuntimeError(f"{argv[0]}: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    return elapsed, r.stdout.strip()
+
+
+def job_id(text: str) -> str | None:
+    last = text.splitlines()[-1] if text else ""
+    head = last.split(";")[0].split("_")[0]
+    return head if head.isdigit() else None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--gpu-type", default="h100")
+    ap.add_argument("--no-install", action="store_true", help="do not pip-install submitit")
+    args = ap.parse_args()
+    env = lab_env()
+    have_submitit = ensure_submitit(not args.no_install)
+    work = tempfile.mkdtemp(prefix="p1-")
+    script = os.path.join(work, "job.sh")
+    with open(script, "w") as fh:
+        fh.write("#!/bin/bash\n#SBATCH --time=5\nsleep 1\n")
+    os.chmod(script, 0o755)
+    gres = f"gpu:{args.gpu_type}:1"
+    ways = {
+        "gpusub": [os.path.join(BIN, "gpusub"), "--hold", f"--gres={gres}", script],
+        "sbatch": ["sbatch", "--parsable", "--hold", f"--gres={gres}", script],
+        "floor": [sys.executable, "-c", "pass"],
+    }
+    ways["gpusub-cold"] = ["env", "GPUSUB_NO_REPLAY=1", *ways["gpusub"]]  # every decision made afresh
+    if have_submitit:
+        ways["submitit"] = [sys.executable, "-c", SUBMITIT, os.path.join(work, "submitit"), gres, script]
+    times: dict[str, list[float]] = {w: [] for w in ways}
+    for way, argv in ways.items():  # warm-up: byte-code, version and topology caches, page cache
+        out = timed(argv, env, work)[1]
+        if job_id(out):
+            subprocess.run(["scancel", job_id(out)], env=env, timeout=15)
+    order = list(ways)
+    for rnd in range(args.rounds):
+        ids = []
+        for way in (order if rnd % 2 == 0 else order[::-1]):  # alternate the order every round
+            elapsed, out = timed(ways[way], env, work)
+            times[way].append(elapsed)
+            if way != "floor" and job_id(out):
+                ids.append(job_id(out))
+        if ids:
+            subprocess.run(["scancel", *ids], env=env, timeout=15)
+    med = {w: statistics.median(t) * 1000 for w, t in times.items()}
+    print(f"\nP1: {args.rounds} rounds, one {gres} job each way (medians, ms)")
+    for w in ways:
+        print(f"  {w:9} {med[w]:8.1f}   (min {min(times[w]) * 1000:.1f}, max {max(times[w]) * 1000:.1f})")
+    own = (med["gpusub"] - med["sbatch"]) / med["floor"]
+    print(f"\n(gpusub - sbatch) / floor = {own:.2f}   (goal <= 3.0)")
+    cold = (med["gpusub-cold"] - med["sbatch"]) / med["floor"]
+    print(f"(gpusub-cold - sbatch) / floor = {cold:.2f}   (first submission of a job: parse, policy, plan, render)")
+    if "submitit" in med:
+        print(f"gpusub / submitit        = {med['gpusub'] / med['submitit']:.2f}   (goal < 0.5)")
+        print(f"(submitit - sbatch)/floor = {(med['submitit'] - med['sbatch']) / med['floor']:.2f}")
+    prof = subprocess.run([sys.executable, "-X", "importtime", ways["gpusub"][0], *ways["gpusub"][1:]],
+                          capture_output=True, text=True, env=dict(env, GPUSUB_NO_REPLAY="1"), cwd=work)
+    rows = []
+    for line in prof.stderr.splitlines():
+        parts = line[len("import time:"):].split("|") if line.startswith("import time:") else []
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            depth = len(parts[2]) - len(parts[2].lstrip())
+            rows.append((int(parts[1]), depth, parts[2].strip()))
+    if job_id(prof.stdout):
+        subprocess.run(["scancel", job_id(prof.stdout)], env=env, timeout=15)
+    top = [(us, name) for us, depth, name in sorted(rows, reverse=True) if depth <= 1][:12]
+    print("\ngpusub's slowest top-level imports, cold path (cumulative ms, -X importtime):")
+    for us, name in top:
+        print(f"  {us / 1000:6.1f}  {name.strip()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``gpusub``: sbatch, plus the site policy and GPU/CPU binding from node topology.
+
+Exit codes: 0 ok; 1 rejected by the policy, or Slurm failed/unreachable; 2 usage (bad option, missing script).
+
+The plain submit path does not import click (it costs about three bare interpreter starts): ``main``
+hands argv straight to :func:`slurm_gpu.submit.run` and only builds the click command for ``--help``,
+``--version`` and ``--usage``. Both paths format errors the same way: one line on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from slurm_gpu import __version__
+
+HELP_WORDS = ("--help", "-h", "--usage")
+VERSION_WORDS = ("--version", "-V")
+
+HELP_TEXT = """\
+Usage: gpusub [GPUSUB OPTIONS] [SBATCH OPTIONS] SCRIPT [ARGS]...
+
+  Submit a batch job like sbatch, placed by the site policy and bound to its GPUs'
+  local CPU cores.  Every sbatch option works, in every form sbatch accepts (long and
+  short, --opt=value and --opt value, SBATCH_* variables, #SBATCH lines in the script).
+
+gpusub options:
+  --explain            Print the policy decision and the binding plan; submit nothing.
+  --json               Machine-readable output (with --explain, or the submitted job).
+  --dry-run            Print the rendered batch script and the exact sbatch argv; submit
+                       nothing (needs no reachable Slurm).
+  --test-only          Ask Slurm (sbatch --test-only) whether and when the job would start.
+  --wait               Follow the job to its end; exit with the job's exit code.
+  --policy FILE        Site policy (default: $GPUSUB_POLICY, then /etc/slurm-gpu/policy.yaml;
+                       with none, gpusub behaves like sbatch).
+  --class NAME         Ask for a job class of the policy.
+  --gpu-isolation strict|shared
+                       shared (default): every task sees all of the job's GPUs on its node,
+                       LOCAL_RANK picks its own, NCCL P2P/CUDA IPC keep working.
+                       strict: each task sees only its own GPU(s).
+  --launch srun|batch  Launch the payload through srun with the binding (default for
+                       multi-task jobs), or run it directly in the batch step.
+  --model-params N --precision P --optimizer O
+                       Check that the model fits the GPU memory (VRAM fit).
+  -V, --version        Show the version and exit.
+  -h, --help           Show this message and exit.
+
+sbatch options: see `man sbatch`; they pass through unchanged unless the policy or the
+binding plan sets them (--explain shows which).
+
+Exit status: 0 ok, 1 rejected by the policy or failed in Slurm, 2 usage error.
+Environment: GPUSUB_POLICY, GPUSUB_TIMEOUT_S (Slurm client timeout, default 15),
+GPUSUB_SLURM_VERSION (skip detection, e.g. 24.11.5), SLURM_CONF.
+"""
+
+
+def _report(exc: BaseException) -> int:
+    """One line on stderr; the exit code for the error type."""
+    from slurm_gpu.submit import exit_code_for
+
+    message = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
+    sys.stderr.write(f"gpusub: error: {message}\n")
+    return exit_code_for(exc)
+
+
+def run_argv(argv: list[str]) -> int:
+    """The whole of gpusub without click: parse, decide, bind, render, submit. Returns the exit code."""
+    from slurm_gpu.errors import SlurmGpuError
+
+    try:
+        if not os.environ.get("GPUSUB_NO_REPLAY"):
+            from slurm_gpu import fastpath
+
+            replayed = fastpath.try_submit(argv, os.environ, sys.stdout, sys.stderr)
+            if replayed is not None:
+                return replayed
+        from slurm_gpu import submit
+
+        return submit.run(argv, os.environ, sys.stdout, sys.stderr)
+    except SlurmGpuError as exc:
+        return _report(exc)
+    except KeyboardInterrupt:
+        sys.stderr.write("gpusub: interrupted\n")
+        return 130
+
+
+def _click_command():
+    import click
+
+    class _Command(click.Command):
+        def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+            formatter.write(HELP_TEXT)
+
+    @click.command(
+        "gpusub", cls=_Command, add_help_option=False,
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                          "allow_interspersed_args": False},
+    )
+    @click.option("-h", "--help", "--usage", "show_help", is_flag=True, is_eager=True, expose_value=True,
+                  help="Show this message and exit.")
+    @click.version_option(__version__, "-V", "--version", prog_name="gpusub")
+    @click.argument("argv", nargs=-1, type=click.UNPROCESSED)
+    @click.pass_context
+    def gpusub(ctx: click.Context, show_help: bool, argv: tuple[str, ...]) -> None:
+        """Submit a batch job like sbatch, placed by policy and bound to GPU-local cores."""
+        if show_help or not argv:
+            click.echo(ctx.get_help(), err=not show_help)
+            ctx.exit(0 if show_help else 2)
+        ctx.exit(run_argv(list(argv)))
+
+    return gpusub
+
+
+def __getattr__(name: str):
+    # ``from slurm_gpu.cli.gpusub import gpusub`` builds the click command on demand.
+    if name == "gpusub":
+        return _click_command()
+    raise AttributeError(name)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    first = argv[0] if argv else None
+    if first is None or first in HELP_WORDS or first in VERSION_WORDS:
+        _click_command()(args=argv, prog_name="gpusub")
+        return
+    sys.exit(run_argv(argv))
+
+
+if __name__ == "__main__":
+    main()

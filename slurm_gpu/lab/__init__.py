@@ -1,0 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The local Slurm lab: a real Slurm (Debian packages) on one machine with emulated GPU nodes.
+
+Modules: :mod:`.spec` (the plain-data description, built from policy + topology), :mod:`.config`
+(pure: spec -> config file text), :mod:`.install` (apt), :mod:`.procs` (pidfiles, start/stop),
+:mod:`.daemons` (munge, MariaDB, slurmdbd, slurmctld, slurmd, fake GPUs), :mod:`.control`
+(up/down/status/env), :mod:`.clients` (timeout-wrapped Slurm client calls), :mod:`.demo`.
+"""

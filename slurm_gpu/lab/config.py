@@ -1,0 +1,333 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Pure config generation for the lab: LabSpec + LabRuntime -> slurm.conf, gres.conf, slurmdbd.conf
+text and the sacctmgr commands that create the account, users and QOS. No I/O here.
+
+Version differences live in :data:`VERSION_TABLE` (one row per behaviour, tested per spelling).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from slurm_gpu.hostlist import compress_hostlist
+from slurm_gpu.lab.spec import LabHooks, LabPartition, LabQos, LabSpec
+
+# (first version with the behaviour, key) -> value; looked up by version_value()
+VERSION_TABLE: dict[str, tuple[tuple[tuple[int, int], str], ...]] = {
+    # preempt_send_user_signal moved from SlurmctldParameters to PreemptParameters in 23.02;
+    # 22.05 dies on the unknown key PreemptParameters.
+    "preempt_signal_line": (
+        ((0, 0), "SlurmctldParameters=preempt_send_user_signal"),
+        ((23, 2), "PreemptParameters=send_user_signal"),
+    ),
+    # The lab's nodes claim more CPUs than the machine has. 22.05's task/affinity maps the emulated
+    # cores onto the real CPUs; 24.11's refuses any explicit binding of more CPUs per task than exist
+    # ("only 2 bits in avail_map, threads_per_core requires 4!" / "Unable to layout tasks on given
+    # cpus"), so there binding is left to nobody. Verified on 22.05.8 and 24.11.5 only.
+    "task_plugin": (
+        ((0, 0), "task/affinity"),
+        ((24, 11), "task/none"),
+    ),
+}
+
+SUPPORTED = ((22, 5), (24, 11))
+
+
+def version_text(version: tuple[int, ...]) -> str:
+    """(22, 5, 8) -> "22.05.8" (Slurm's own spelling)."""
+    return f"{version[0]}.{version[1]:02d}" + "".join(f".{v}" for v in version[2:])
+
+
+def version_value(key: str, version: tuple[int, ...]) -> str:
+    """The VERSION_TABLE entry of ``key`` valid for ``version`` (the last row not newer than it)."""
+    chosen = None
+    for since, value in VERSION_TABLE[key]:
+        if tuple(version[:2]) >= since:
+            chosen = value
+    assert chosen is not None
+    return chosen
+
+
+@dataclass(frozen=True)
+class LabPaths:
+    """Where the lab keeps everything; all under one directory, never /etc/slurm."""
+
+    lab_dir: str
+
+    def _j(self, *p: str) -> str:
+        return os.path.join(self.lab_dir, *p)
+
+    @property
+    def conf_dir(self) -> str:
+        return self._j("etc")
+
+    @property
+    def slurm_conf(self) -> str:
+        return self._j("etc", "slurm.conf")
+
+    @property
+    def state_dir(self) -> str:
+        return self._j("state")
+
+    @property
+    def log_dir(self) -> str:
+        return self._j("log")
+
+    @property
+    def pid_dir(self) -> str:
+        return self._j("pids")
+
+    @property
+    def db_dir(self) -> str:
+        return self._j("mysql")
+
+    @property
+    def db_socket(self) -> str:
+        return self._j("mysql", "mysqld.sock")
+
+    @property
+    def jobs_dir(self) -> str:
+        return self._j("jobs")
+
+    @property
+    def fake_dev_dir(self) -> str:
+        return self._j("dev")
+
+    @property
+    def env_file(self) -> str:
+        return self._j("env.sh")
+
+
+@dataclass(frozen=True)
+class LabRuntime:
+    """Facts about this machine and run that the config depends on."""
+
+    version: tuple[int, int, int]
+    hostname: str
+    paths: LabPaths
+    ctld_port: int = 16817
+    dbd_port: int = 16819
+    slurmd_port0: int = 17001
+    def_mem_per_cpu_mb: int = 4000
+    db_password: str = "labpass"
+    hooks: LabHooks = field(default_factory=LabHooks)
+    task_plugin: str | None = None  # None: the version's default from VERSION_TABLE
+
+
+def slurm_time(minutes: int | None) -> str:
+    """Minutes -> Slurm's ``D-HH:MM:SS`` (``INFINITE`` for None)."""
+    if minutes is None:
+        return "INFINITE"
+    d, rest = divmod(int(minutes), 24 * 60)
+    h, m = divmod(rest, 60)
+    return f"{d}-{h:02d}:{m:02d}:00" if d else f"{h:02d}:{m:02d}:00"
+
+
+def node_port(spec: LabSpec, rt: LabRuntime, node: str) -> int:
+    return rt.slurmd_port0 + spec.node_names.index(node)
+
+
+def _partition_line(p: LabPartition) -> str:
+    parts = [f"PartitionName={p.name}", f"Nodes={compress_hostlist(list(p.nodes)) if p.nodes else ''}"]
+    parts.append(f"PriorityTier={p.priority_tier}")
+    parts.append(f"MaxTime={slurm_time(p.max_time_min)}")
+    if p.default_time_min is not None:
+        parts.append(f"DefaultTime={slurm_time(p.default_time_min)}")
+    if p.default:
+        parts.append("Default=YES")
+    parts.append("PreemptMode=REQUEUE" if p.preemptible else "PreemptMode=OFF")
+    if p.preemptible:
+        parts.append(f"GraceTime={int(p.grace_time_s)}")
+    if p.allowed_qos:
+        parts.append("AllowQos=" + ",".join(p.allowed_qos))
+    parts.append("State=UP")
+    return " ".join(parts)
+
+
+def _hook_lines(h: LabHooks, conf_dir: str) -> list[str]:
+    lines = []
+    if h.job_submit_lua:
+        lines.append(f"# job_submit.lua is read from {conf_dir}/job_submit.lua")
+        lines.append("JobSubmitPlugins=lua")
+    for key, path in (("Prolog", h.prolog), ("Epilog", h.epilog), ("TaskProlog", h.task_prolog)):
+        if path:
+            lines.append(f"{key}={path}")
+    if h.prolog or h.epilog:
+        lines.append("PrologFlags=Alloc")
+    return lines
+
+
+def slurm_conf(spec: LabSpec, rt: LabRuntime) -> str:
+    """The slurm.conf text for ``rt.version`` (22.05 and 24.11 are supported)."""
+    p = rt.paths
+    gres_tres = ",".join(["gres/gpu"] + [f"gres/gpu:{t}" for t in spec.gpu_types])
+    lines = [
+        f"# generated by slurm-gpu lab for Slurm {version_text(rt.version)}; do not edit",
+        f"ClusterName={spec.cluster}",
+        f"SlurmctldHost={rt.hostname}(127.0.0.1)",
+        f"SlurmctldPort={rt.ctld_port}",
+        "SlurmUser=slurm",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        "# short credential lifetime: requeued jobs are eligible again after ~11 s instead of ~121 s",
+        "AuthInfo=cred_expire=10",
+        f"StateSaveLocation={p.state_dir}/ctld",
+        f"SlurmdSpoolDir={p.state_dir}/slurmd.%n",
+        f"SlurmctldPidFile={p.state_dir}/slurmctld.pid",
+        f"SlurmdPidFile={p.state_dir}/slurmd.%n.pid",
+        f"SlurmctldLogFile={p.log_dir}/slurmctld.log",
+        f"SlurmdLogFile={p.log_dir}/slurmd.%n.log",
+        "SlurmctldDebug=info",
+        "SlurmdDebug=info",
+        "MailProg=/bin/true",
+        "MpiDefault=none",
+        "ProctrackType=proctrack/linuxproc",
+        f"TaskPlugin={rt.task_plugin or version_value('task_plugin', rt.version)}",
+        "JobAcctGatherType=jobacct_gather/linux",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core_Memory",
+        f"DefMemPerCPU={rt.def_mem_per_cpu_mb}",
+        "GresTypes=gpu",
+        "# slurmd reports the configured (emulated) topology, not this machine's real CPUs",
+        "SlurmdParameters=config_overrides",
+        "ReturnToService=2",
+        "SchedulerType=sched/backfill",
+        "SchedulerParameters=sched_interval=5,bf_interval=5",
+        version_value("preempt_signal_line", rt.version),
+        "PreemptType=preempt/partition_prio",
+        "PreemptMode=REQUEUE",
+        "JobRequeue=1",
+        "KillWait=5",
+        "MinJobAge=600",
+        "AccountingStorageType=accounting_storage/slurmdbd",
+        "AccountingStorageHost=localhost",
+        f"AccountingStoragePort={rt.dbd_port}",
+        f"AccountingStorageTRES={gres_tres}",
+        "AccountingStorageEnforce=associations,limits,qos",
+    ]
+    lines += _hook_lines(rt.hooks, p.conf_dir)
+    for n in spec.nodes:
+        lines.append(
+            f"{n.conf_line} NodeHostname={rt.hostname} NodeAddr=127.0.0.1 Port={node_port(spec, rt, n.name)}"
+            " State=UNKNOWN"
+        )
+    lines += [_partition_line(part) for part in spec.partitions]
+    return "\n".join(lines) + "\n"
+
+
+def gres_conf(spec: LabSpec) -> str:
+    return (
+        "\n".join(
+            ["# generated by slurm-gpu lab from the topology files; do not edit", "AutoDetect=off"]
+            + list(spec.gres_lines)
+        )
+        + "\n"
+    )
+
+
+def slurmdbd_conf(rt: LabRuntime) -> str:
+    p = rt.paths
+    return (
+        "\n".join(
+            [
+                "# generated by slurm-gpu lab; do not edit",
+                "AuthType=auth/munge",
+                "DbdHost=localhost",
+                f"DbdPort={rt.dbd_port}",
+                "SlurmUser=slurm",
+                "DebugLevel=info",
+                f"LogFile={p.log_dir}/slurmdbd.log",
+                f"PidFile={p.state_dir}/slurmdbd.pid",
+                "StorageType=accounting_storage/mysql",
+                "StorageHost=localhost",
+                "StorageUser=slurm",
+                f"StoragePass={rt.db_password}",
+                "StorageLoc=slurm_acct_db",
+            ]
+        )
+        + "\n"
+    )
+
+
+def db_bootstrap_sql(rt: LabRuntime) -> str:
+    """SQL run once on the private MariaDB. The database is created up front: slurmdbd 24.11 cannot
+    create it itself on MariaDB 11.8 (it reuses a failed connection handle)."""
+    return (
+        "CREATE DATABASE IF NOT EXISTS slurm_acct_db; "
+        f"CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '{rt.db_password}'; "
+        "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost'; FLUSH PRIVILEGES;"
+    )
+
+
+def _qos_settings(q: LabQos) -> list[str]:
+    s = [f"Priority={q.priority}"]
+    if q.max_gpus_per_job is not None:
+        s.append(f"MaxTRESPerJob=gres/gpu={q.max_gpus_per_job}")
+    if q.max_gpus_per_user is not None:
+        s.append(f"MaxTRESPerUser=gres/gpu={q.max_gpus_per_user}")
+    if q.max_wall_min is not None:
+        s.append(f"MaxWall={slurm_time(q.max_wall_min)}")
+    if q.preempts:
+        s.append("Preempt=" + ",".join(q.preempts))
+    if q.preempt_mode:
+        s.append(f"PreemptMode={q.preempt_mode}")
+    return s
+
+
+def sacctmgr_commands(spec: LabSpec) -> list[list[str]]:
+    """argv lists for ``sacctmgr -i`` that need only slurmdbd: cluster, account, QOS names, users."""
+    cmds: list[list[str]] = [
+        ["add", "cluster", spec.cluster],
+        [
+            "add",
+            "account",
+            ",".join((spec.account, *spec.extra_accounts)),
+            "Description=slurm-gpu lab",
+            "Organization=lab",
+        ],
+    ]
+    for q in spec.qos:
+        if q.name != "normal":  # slurmdbd creates "normal" itself
+            cmds.append(["add", "qos", q.name])
+    users = ",".join(spec.users)
+    cmds.append(
+        [
+            "add",
+            "user",
+            users,
+            "account=" + ",".join((spec.account, *spec.extra_accounts)),
+            f"DefaultAccount={spec.account}",
+        ]
+    )
+    qos_names = list(dict.fromkeys(["normal"] + [q.name for q in spec.qos]))
+    cmds.append(
+        [
+            "modify",
+            "user",
+            "where",
+            f"name={users}",
+            "set",
+            "qos=" + ",".join(qos_names),
+            f"defaultqos={spec.default_qos}",
+        ]
+    )
+    return cmds
+
+
+def sacctmgr_qos_limit_commands(spec: LabSpec) -> list[list[str]]:
+    """QOS limits and preemption. They name the gres/gpu TRES, which slurmdbd only knows once
+    slurmctld (AccountingStorageTRES=gres/gpu,...) has registered: run after slurmctld is up."""
+    return [["modify", "qos", "where", f"name={q.name}", "set", *_qos_settings(q)] for q in spec.qos]
+
+
+def render_all(spec: LabSpec, rt: LabRuntime) -> dict[str, str]:
+    """file name (inside conf_dir) -> text. ``accounting.txt`` records the sacctmgr commands, so that a
+    change of accounts or QOS also counts as a config change."""
+    acct = "\n".join("sacctmgr -i " + " ".join(c) for c in sacctmgr_commands(spec) + sacctmgr_qos_limit_commands(spec))
+    return {
+        "slurm.conf": slurm_conf(spec, rt),
+        "gres.conf": gres_conf(spec),
+        "slurmdbd.conf": slurmdbd_conf(rt),
+        "accounting.txt": acct + "\n",
+    }

@@ -1,0 +1,349 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``lab up / down / status / env``: install, write config, start the daemons (see
+:mod:`slurm_gpu.lab.daemons`), check health, and stop exactly what was started."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurm_gpu.errors import SlurmGpuError
+from slurm_gpu.lab import clients, procs
+from slurm_gpu.lab.config import (
+    LabRuntime,
+    render_all,
+    sacctmgr_commands,
+    sacctmgr_qos_limit_commands,
+    version_text,
+)
+from slurm_gpu.lab.daemons import LabDaemons, poll
+from slurm_gpu.lab.install import ensure_packages
+from slurm_gpu.lab.spec import LabHooks, LabSpec
+
+DEFAULT_LAB_DIR = "/tmp/slurm-gpu-lab"
+MARKER = ".slurm-gpu-lab"
+SpecFactory = Callable[[str], LabSpec]  # device_dir -> LabSpec
+
+
+def lab_dir_from_env() -> str:
+    return os.environ.get("SLURM_GPU_LAB_DIR") or DEFAULT_LAB_DIR
+
+
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def default_policy_path() -> str:
+    """The lab policy: examples/policies/university.yaml beside the package (editable/source install)."""
+    import sys
+
+    candidates = [
+        repo_root() / "examples" / "policies" / "university.yaml",
+        Path(sys.prefix) / "share" / "slurm-gpu" / "examples" / "policies" / "university.yaml",
+        Path(sys.prefix) / "share" / "slurm-gpu" / "examples" / "university.yaml",
+    ]
+    for c in candidates:
+        if c.is_file():
+            return str(c)
+    return str(candidates[0])
+
+
+def policy_spec_factory(policy_path: str) -> SpecFactory:
+    """A SpecFactory reading the policy (and the topology files it names)."""
+
+    def make(device_dir: str) -> LabSpec:
+        from slurm_gpu.lab.spec import spec_from_policy
+        from slurm_gpu.policy import load_policy
+        from slurm_gpu.topology import load_topology_file
+
+        return spec_from_policy(load_policy(policy_path), load_topology_file, device_dir)
+
+    return make
+
+
+def default_hooks(**given: str | None) -> LabHooks:
+    """Hooks wired into slurm.conf. The project's own entry points go here once they exist; until then
+    only paths given explicitly (``lab up --prolog ...``) are used and the keys stay unset."""
+    return LabHooks(**{k: (os.path.abspath(v) if v else None) for k, v in given.items()})
+
+
+def slurm_version() -> tuple[int, int, int]:
+    """``slurmctld -V`` -> (22, 5, 8)."""
+    try:
+        out = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True, timeout=10, check=False).stdout
+    except FileNotFoundError as e:
+        raise SlurmGpuError("slurmctld not found; is the slurmctld package installed?") from e
+    m = re.search(r"(\d+)\.(\d+)\.(\d+)", out)
+    if not m:
+        raise SlurmGpuError(f"cannot read the Slurm version from 'slurmctld -V': {out.strip()!r}")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+def short_hostname() -> str:
+    return socket.gethostname().split(".")[0]
+
+
+@dataclass
+class Lab(LabDaemons):
+    """A lab directory: bring it up, check it, tear it down."""
+
+    # ------------------------------------------------------------------ public verbs
+    def healthy(self) -> bool:
+        """All recorded daemons alive, slurmctld answering, every node in a usable state."""
+        nodes = self.node_names()
+        if not nodes or not os.path.exists(self.slurm_conf):
+            return False
+        for name, want in [("slurmctld", "slurmctld"), ("slurmdbd", "slurmdbd"), ("mariadb", "mariadbd")] + [
+            (f"slurmd.{n}", "slurmd") for n in nodes
+        ]:
+            if procs.pidfile_process(self._pidfile(name), want) is None:
+                return False
+        if not self._munge_works() or not clients.ping(self.slurm_conf):
+            return False
+        try:
+            states = clients.node_states(self.slurm_conf)
+        except SlurmGpuError:
+            return False
+        return all(states.get(n, "").rstrip("~") in clients.GOOD_NODE_STATES for n in nodes)
+
+    @contextlib.contextmanager
+    def _locked(self, timeout_s: float = 600):
+        """One `up`/`down` at a time per lab dir (the lock file sits beside the dir, which `down` deletes)."""
+        lock_path = self.paths.lab_dir.rstrip("/") + ".lock"
+        os.makedirs(os.path.dirname(lock_path) or ".", exist_ok=True)
+        with open(lock_path, "a") as f:
+            deadline = time.monotonic() + timeout_s
+            while True:
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError as e:
+                    if time.monotonic() > deadline:
+                        raise SlurmGpuError(
+                            f"another `slurm-gpu lab` holds {lock_path} for over {timeout_s:g} s"
+                        ) from e
+                    time.sleep(0.2)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def up(self, *args, **kwargs) -> float:
+        """Bring the lab up (or keep a healthy one with the same config); returns seconds to ready."""
+        if os.geteuid() != 0:
+            raise SlurmGpuError("slurm-gpu lab up must run as root (it starts daemons and creates /dev/nvidia*)")
+        with self._locked():
+            return self._up(*args, **kwargs)
+
+    def down(self, quiet: bool = False) -> None:
+        """Cancel jobs, stop exactly the daemons in our pidfiles, remove our devices and the lab dir."""
+        if not os.path.isdir(self.paths.lab_dir):
+            return
+        if os.geteuid() != 0:
+            raise SlurmGpuError("slurm-gpu lab down must run as root (it stops the lab's daemons)")
+        with self._locked():
+            self._down(quiet)
+
+    def _up(
+        self,
+        spec_factory: SpecFactory,
+        hooks: LabHooks | None = None,
+        restart: bool = False,
+        policy_path: str | None = None,
+    ) -> float:
+        hooks = hooks or LabHooks()
+        t0 = time.monotonic()
+        if not restart and self.healthy() and self._config_unchanged(spec_factory, hooks):
+            if policy_path:  # same config from another checkout's copy of the policy: point env there
+                self._write("policy", os.path.abspath(policy_path))
+                Path(self.paths.env_file).write_text(self.env_text())
+            self.say(f"lab already up and healthy ({self._ms(t0)}); use --restart to start afresh")
+            return time.monotonic() - t0
+        self._down(quiet=True)
+        p = self.paths
+        os.makedirs(p.lab_dir, exist_ok=True)
+        Path(p.lab_dir, MARKER).touch()
+        for d in (p.state_dir, p.db_dir, p.log_dir, p.jobs_dir, p.conf_dir, p.fake_dev_dir):
+            shutil.rmtree(d, ignore_errors=True)
+        for d in (p.pid_dir, p.log_dir, p.conf_dir, os.path.join(p.state_dir, "ctld"), p.jobs_dir):
+            os.makedirs(d, exist_ok=True)
+        t = time.monotonic()
+        spent = ensure_packages(self._log("apt.log"), self.say)
+        if spent:
+            self.say(f"packages installed ({spent:.1f} s)")
+        version = slurm_version()
+        self._ensure_user()
+        shutil.chown(os.path.join(p.state_dir, "ctld"), "slurm", "slurm")
+        shutil.chown(p.log_dir, "slurm", "slurm")
+        for d, mode in ((p.lab_dir, 0o755), (p.state_dir, 0o755), (p.log_dir, 0o1777), (p.jobs_dir, 0o1777)):
+            os.chmod(d, mode)
+        spec = spec_factory("/dev")
+        device_dir = self._make_fake_gpus(spec.max_gpus_per_node())
+        if device_dir != "/dev":
+            spec = spec_factory(device_dir)
+        rt = self._runtime(version, hooks)
+        self._write_configs(spec, rt)
+        self._write("nodes", "\n".join(spec.node_names))
+        self._write("device-dir", device_dir)
+        if policy_path:
+            self._write("policy", os.path.abspath(policy_path))
+        self.say(
+            f"Slurm {version_text(version)}; nodes {','.join(spec.node_names)}; gpu types "
+            f"{','.join(spec.gpu_types)}; conf {self.slurm_conf} ({self._ms(t)})"
+        )
+        t = time.monotonic()
+        self._start_munge()
+        self._start_mariadb(rt)
+        self.say(f"munge + MariaDB up ({self._ms(t)})")
+        t = time.monotonic()
+        self._start_slurmdbd()
+        self._sacctmgr(sacctmgr_commands(spec))
+        self.say(f"slurmdbd up, account/users/QOS {','.join(q.name for q in spec.qos)} created ({self._ms(t)})")
+        t = time.monotonic()
+        self._start_slurmctld()
+        self._sacctmgr(sacctmgr_qos_limit_commands(spec))
+        self.say(f"slurmctld up, QOS limits set ({self._ms(t)})")
+        t = time.monotonic()
+        self._start_slurmds(list(spec.node_names))
+        self.say(f"{len(spec.nodes)} slurmd idle ({self._ms(t)})")
+        Path(p.env_file).write_text(self.env_text())
+        took = time.monotonic() - t0
+        self.say(f"lab UP in {took:.1f} s. Clients: source <(slurm-gpu lab env); submit as '{self.user}'")
+        return took
+
+    def _write_configs(self, spec: LabSpec, rt: LabRuntime) -> None:
+        files = render_all(spec, rt)
+        for name, text in files.items():
+            path = os.path.join(self.paths.conf_dir, name)
+            Path(path).write_text(text)
+            os.chmod(path, 0o600 if name == "slurmdbd.conf" else 0o644)
+            if name == "slurmdbd.conf":
+                shutil.chown(path, "slurm", "slurm")
+        os.chmod(self.paths.conf_dir, 0o755)
+        if rt.hooks.job_submit_lua:
+            dst = os.path.join(self.paths.conf_dir, "job_submit.lua")
+            shutil.copyfile(rt.hooks.job_submit_lua, dst)
+            os.chmod(dst, 0o644)
+
+    def _config_unchanged(self, spec_factory: SpecFactory, hooks: LabHooks) -> bool:
+        try:
+            spec = spec_factory(self._read("device-dir") or "/dev")
+            rt = self._runtime(slurm_version(), hooks)
+            return all(Path(self.paths.conf_dir, n).read_text() == text for n, text in render_all(spec, rt).items())
+        except (OSError, SlurmGpuError):
+            return False
+
+    def _runtime(self, version: tuple[int, int, int], hooks: LabHooks) -> LabRuntime:
+        """Ports can be moved (e.g. a second lab beside this one) with SLURM_GPU_LAB_PORT_BASE: slurmctld
+        listens on BASE, slurmdbd on BASE+2, the slurmd of node i on BASE+100+i. SLURM_GPU_LAB_TASK_PLUGIN
+        overrides the version's TaskPlugin."""
+        base = os.environ.get("SLURM_GPU_LAB_PORT_BASE")
+        ports = {}
+        if base:
+            b = int(base)
+            ports = {"ctld_port": b, "dbd_port": b + 2, "slurmd_port0": b + 100}
+        task_plugin = os.environ.get("SLURM_GPU_LAB_TASK_PLUGIN") or None  # e.g. task/affinity on 24.11 with many CPUs
+        return LabRuntime(
+            version=version, hostname=short_hostname(), paths=self.paths, hooks=hooks, task_plugin=task_plugin, **ports
+        )
+
+    def _ensure_user(self) -> None:
+        r = subprocess.run(["id", "-u", self.user], capture_output=True, timeout=10, check=False)
+        if r.returncode != 0:
+            subprocess.run(["useradd", "-m", "-s", "/bin/bash", self.user], check=True, timeout=30)
+
+    def _down(self, quiet: bool = False) -> None:
+        p = self.paths
+        if not os.path.isdir(p.lab_dir):
+            return
+        ctld = procs.pidfile_process(self._pidfile("slurmctld"), "slurmctld")
+        if ctld is not None and clients.ping(self.slurm_conf):
+            try:
+                clients.run(
+                    ["scancel", "--quiet", "--state=PENDING,RUNNING,SUSPENDED,REQUEUED"], self.slurm_conf, timeout_s=10
+                )
+                users = set(clients.run(["squeue", "-h", "-o", "%u"], self.slurm_conf).stdout.split())
+                for u in users:
+                    clients.run(["scancel", "--quiet", "-u", u], self.slurm_conf, timeout_s=10)
+                for _ in poll(10):
+                    if not clients.run(["squeue", "-h", "-t", "R,CG", "-o", "%i"], self.slurm_conf).stdout.strip():
+                        break
+            except SlurmGpuError:
+                pass
+        if os.path.isdir(p.pid_dir):
+            for f in sorted(os.listdir(p.pid_dir)):
+                if f.startswith("slurmd."):
+                    procs.stop_pidfile(os.path.join(p.pid_dir, f), "slurmd", self.say)
+        for name, want in (
+            ("slurmctld", "slurmctld"),
+            ("slurmdbd", "slurmdbd"),
+            ("mariadb", "mariadbd"),
+            ("munged", "munged"),
+        ):
+            procs.stop_pidfile(self._pidfile(name), want, self.say)
+        for stepd in self.leftover_stepds():  # with their job's processes, which outlive a killed slurmstepd
+            for pid in [stepd, *procs.descendants(stepd)]:
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+        self._remove_fake_gpus()
+        if os.path.exists(os.path.join(p.lab_dir, MARKER)):
+            shutil.rmtree(p.lab_dir, ignore_errors=True)
+        if not quiet:
+            self.say("lab down")
+
+    def leftover_stepds(self) -> list[int]:
+        """slurmstepd processes of this lab: they carry our SLURM_CONF (22.05) or hold a socket in our
+        slurmd spool dirs (24.11 starts slurmstepd with an empty environment)."""
+        spool = self.paths.state_dir + "/"
+        return [
+            pid
+            for pid in procs.pids_by_comm("slurmstepd")
+            if procs.has_env(pid, "SLURM_CONF", self.slurm_conf)
+            or any(path.startswith(spool) for path in procs.unix_socket_paths(pid))
+        ]
+
+    def status_lines(self) -> list[str]:
+        lines = []
+        if os.path.isdir(self.paths.pid_dir):
+            for f in sorted(os.listdir(self.paths.pid_dir)):
+                name = f[: -len(".pid")]
+                rec = procs.read_pidfile(os.path.join(self.paths.pid_dir, f))
+                state = "running" if rec and procs.alive(rec[0]) else "dead"
+                lines.append(f"{name:<22} pid={rec[0] if rec else '?':<8} {state}")
+        if not lines:
+            lines.append(f"no lab in {self.paths.lab_dir}")
+            return lines
+        try:
+            r = clients.run(["sinfo", "-N", "-o", "%N %P %T %c %m %G %f"], self.slurm_conf, timeout_s=5)
+            lines += (r.stdout + r.stderr).rstrip().splitlines()
+        except SlurmGpuError as e:
+            lines.append(str(e))
+        return lines
+
+    def env_text(self) -> str:
+        import sys
+
+        policy = self._read("policy") or default_policy_path()
+        lines = [
+            f"export SLURM_CONF={self.slurm_conf}",
+            f"export GPUSUB_POLICY={policy}",
+            f"export SLURM_GPU_LAB_DIR={self.paths.lab_dir}",
+            f"export SLURM_GPU_LAB_USER={self.user}",
+        ]
+        bindir = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] else ""
+        if sys.prefix != sys.base_prefix:
+            bindir = os.path.join(sys.prefix, "bin")
+        if bindir and os.path.exists(os.path.join(bindir, "gpusub")):
+            lines.append(f'export PATH="{bindir}:$PATH"')
+        return "\n".join(lines) + "\n"

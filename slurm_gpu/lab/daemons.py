@@ -1,0 +1,278 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Starting the lab's daemons, in order, each waited for: munge, MariaDB, slurmdbd, slurmctld, the
+slurmds; plus the fake GPU device files. :class:`slurm_gpu.lab.control.Lab` builds on this."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from slurm_gpu.errors import SlurmGpuError
+from slurm_gpu.lab import clients, procs
+from slurm_gpu.lab.config import LabPaths, LabRuntime, db_bootstrap_sql
+
+
+@dataclass
+class LabDaemons:
+    """A lab directory and the daemons that run from it."""
+
+    paths: LabPaths
+    user: str = "labuser"
+    say: Callable[[str], None] = print
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def slurm_conf(self) -> str:
+        return self.paths.slurm_conf
+
+    def _pidfile(self, name: str) -> str:
+        return os.path.join(self.paths.pid_dir, f"{name}.pid")
+
+    def _log(self, name: str) -> str:
+        return os.path.join(self.paths.log_dir, name)
+
+    def _ms(self, t0: float) -> str:
+        return f"{(time.monotonic() - t0) * 1000:.0f} ms"
+
+    def _read(self, name: str) -> str:
+        try:
+            return Path(self.paths.lab_dir, name).read_text().strip()
+        except OSError:
+            return ""
+
+    def _write(self, name: str, text: str) -> None:
+        Path(self.paths.lab_dir, name).write_text(text + "\n")
+
+    def node_names(self) -> list[str]:
+        return [line for line in self._read("nodes").splitlines() if line]
+
+    # ------------------------------------------------------------------ devices
+    def _make_fake_gpus(self, count: int) -> str:
+        """mknod /dev/nvidiaN (c 195 N); falls back to symlinks to distinct ttys without CAP_MKNOD."""
+        created = Path(self.paths.lab_dir, "created-devs")
+        made: list[str] = []
+        fallback = False
+        for i in range(count):
+            dev = f"/dev/nvidia{i}"
+            try:
+                if stat.S_ISCHR(os.stat(dev).st_mode):
+                    continue
+            except FileNotFoundError:
+                pass
+            try:
+                os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(195, i))
+                os.chmod(dev, 0o666)
+                made.append(dev)
+            except OSError:
+                fallback = True
+                break
+        with created.open("a") as f:
+            f.writelines(d + "\n" for d in made)
+        if not fallback:
+            return "/dev"
+        d = self.paths.fake_dev_dir
+        os.makedirs(d, exist_ok=True)
+        for i in range(count):
+            link = os.path.join(d, f"nvidia{i}")
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(f"/dev/tty{i}", link)
+        self.say(f"mknod not permitted: using symlinks {d}/nvidiaN -> /dev/ttyN")
+        return d
+
+    def _remove_fake_gpus(self) -> None:
+        created = Path(self.paths.lab_dir, "created-devs")
+        if not created.exists():
+            return
+        for dev in created.read_text().split():
+            try:
+                if stat.S_ISCHR(os.lstat(dev).st_mode):
+                    os.unlink(dev)
+            except FileNotFoundError:
+                pass
+        created.unlink()
+
+    # ------------------------------------------------------------------ daemons
+    def _start_munge(self) -> None:
+        if self._munge_works():
+            self.say("munge: already running (not started by the lab)")
+            return
+        key = "/etc/munge/munge.key"
+        if not os.path.exists(key) or os.path.getsize(key) == 0:
+            os.makedirs("/etc/munge", exist_ok=True)
+            subprocess.run(["mungekey", "--create", f"--keyfile={key}"], check=True, timeout=30)
+        for d in ("/run/munge", "/var/lib/munge", "/var/log/munge"):
+            os.makedirs(d, exist_ok=True)
+            shutil.chown(d, "munge", "munge")
+        shutil.chown("/etc/munge", "munge", "munge")
+        shutil.chown(key, "munge", "munge")
+        os.chmod(key, 0o600)
+        os.chmod("/run/munge", 0o755)
+        r = subprocess.run(
+            ["runuser", "-u", "munge", "--", "/usr/sbin/munged", "--force"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        if r.returncode != 0:
+            raise SlurmGpuError(f"munged failed to start: {(r.stderr or r.stdout).strip()}")
+        pid = None
+        for _ in poll(5):
+            try:
+                pid = int(Path("/run/munge/munged.pid").read_text().split()[0])
+                break
+            except (OSError, ValueError, IndexError):
+                continue
+        if pid:
+            procs.write_pidfile(self._pidfile("munged"), pid)
+        for _ in poll(5):
+            if self._munge_works():
+                return
+        raise SlurmGpuError("munge does not work after starting munged (munge -n | unmunge failed)")
+
+    @staticmethod
+    def _munge_works() -> bool:
+        try:
+            cred = subprocess.run(
+                ["munge", "-n"], capture_output=True, timeout=5, check=False, stdin=subprocess.DEVNULL
+            )
+            if cred.returncode != 0:
+                return False
+            r = subprocess.run(["unmunge"], input=cred.stdout, capture_output=True, timeout=5, check=False)
+            return r.returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    def _start_mariadb(self, rt: LabRuntime) -> None:
+        db = self.paths.db_dir
+        data = os.path.join(db, "data")
+        os.makedirs(db, exist_ok=True)
+        shutil.chown(db, "mysql", "mysql")
+        if not os.path.isdir(os.path.join(data, "mysql")):
+            with open(self._log("mariadb-install.log"), "w") as log:
+                r = subprocess.run(
+                    [
+                        "mariadb-install-db",
+                        "--no-defaults",
+                        "--user=mysql",
+                        f"--datadir={data}",
+                        "--auth-root-authentication-method=socket",
+                        "--skip-test-db",
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=120,
+                    check=False,
+                )
+            if r.returncode != 0:
+                raise SlurmGpuError(f"mariadb-install-db failed; see {self._log('mariadb-install.log')}")
+        subprocess.run(["chown", "-R", "mysql:mysql", db], check=True, timeout=30)
+        procs.start_detached(
+            [
+                "/usr/sbin/mariadbd",
+                "--no-defaults",
+                "--user=mysql",
+                f"--datadir={data}",
+                f"--socket={self.paths.db_socket}",
+                f"--pid-file={db}/mysqld.pid",
+                "--skip-networking",
+                f"--log-error={self._log('mariadb.err')}",
+                "--innodb-buffer-pool-size=128M",
+                "--innodb-lock-wait-timeout=900",
+            ],
+            self._log("mariadb.stdout"),
+            self._pidfile("mariadb"),
+        )
+        sql = ["mariadb", "--no-defaults", f"--socket={self.paths.db_socket}", "-e"]
+        for _ in poll(30):
+            self._check_alive("mariadb", "mariadbd", "mariadb.err")
+            if subprocess.run([*sql, "select 1"], capture_output=True, timeout=10, check=False).returncode == 0:
+                break
+        else:
+            raise SlurmGpuError(f"MariaDB did not answer in 30 s; see {self._log('mariadb.err')}")
+        r = subprocess.run([*sql, db_bootstrap_sql(rt)], capture_output=True, text=True, timeout=30, check=False)
+        if r.returncode != 0:
+            raise SlurmGpuError(f"MariaDB bootstrap failed: {r.stderr.strip()}")
+
+    def _start_slurmdbd(self) -> None:
+        env = dict(os.environ, MYSQL_UNIX_PORT=self.paths.db_socket, SLURM_CONF=self.slurm_conf)
+        procs.start_detached(["/usr/sbin/slurmdbd", "-D"], self._log("slurmdbd.stdout"), self._pidfile("slurmdbd"), env)
+        for _ in poll(30):
+            self._check_alive("slurmdbd", "slurmdbd", "slurmdbd.stdout")
+            try:
+                if re.search(r"slurmdbd version .* started", Path(self._log("slurmdbd.log")).read_text()):
+                    return
+            except OSError:
+                pass
+        raise SlurmGpuError(f"slurmdbd did not start in 30 s; see {self._log('slurmdbd.log')}")
+
+    def _sacctmgr(self, commands: list[list[str]]) -> None:
+        for argv in commands:
+            r = clients.run(["sacctmgr", "-i", *argv], self.slurm_conf, timeout_s=30)
+            out = (r.stdout + r.stderr).strip()
+            if r.returncode != 0 and "Nothing new added" not in out and "already exists" not in out:
+                raise SlurmGpuError(
+                    f"sacctmgr {' '.join(argv)} failed: {out.splitlines()[-1] if out else r.returncode}"
+                )
+
+    def _start_slurmctld(self) -> None:
+        procs.start_detached(
+            ["/usr/sbin/slurmctld", "-D", "-f", self.slurm_conf],
+            self._log("slurmctld.stdout"),
+            self._pidfile("slurmctld"),
+            clients.client_env(self.slurm_conf),
+        )
+        for _ in poll(30):
+            self._check_alive("slurmctld", "slurmctld", "slurmctld.stdout")
+            if clients.ping(self.slurm_conf):
+                return
+        raise SlurmGpuError(f"slurmctld not answering after 30 s; see {self._log('slurmctld.log')}")
+
+    def _start_slurmds(self, nodes: list[str], timeout_s: float = 60) -> None:
+        for n in nodes:
+            procs.start_detached(
+                ["/usr/sbin/slurmd", "-D", "-N", n, "-f", self.slurm_conf],
+                self._log(f"slurmd.{n}.stdout"),
+                self._pidfile(f"slurmd.{n}"),
+                clients.client_env(self.slurm_conf),  # inherited by slurmstepd: `down` finds leftovers by it
+            )
+        states: dict[str, str] = {}
+        for _ in poll(timeout_s):
+            for n in nodes:
+                self._check_alive(f"slurmd.{n}", "slurmd", f"slurmd.{n}.stdout")
+            try:
+                states = clients.node_states(self.slurm_conf)
+            except SlurmGpuError:  # slurmctld busy (e.g. registering with slurmdbd): ask again
+                continue
+            if all(states.get(n) == "idle" for n in nodes):
+                return
+        raise SlurmGpuError(f"nodes not idle after {timeout_s:g} s: {states}; see {self.paths.log_dir}")
+
+    def _check_alive(self, name: str, want: str, log: str) -> None:
+        if procs.pidfile_process(self._pidfile(name), want) is None:
+            tail = ""
+            try:
+                tail = " | ".join(ln for ln in Path(self._log(log)).read_text().splitlines()[-4:] if "pmix" not in ln)
+            except OSError:
+                pass
+            raise SlurmGpuError(f"{name} died: {tail or 'no output'} (logs in {self.paths.log_dir})")
+
+
+def poll(timeout_s: float, first_s: float = 0.05, max_s: float = 0.5):
+    """Yield until ``timeout_s`` passes, sleeping with a growing interval between yields."""
+    deadline = time.monotonic() + timeout_s
+    delay = first_s
+    while True:
+        yield
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(delay)
+        delay = min(delay * 1.5, max_s)

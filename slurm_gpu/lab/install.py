@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Install the Debian packages the lab needs (only what is missing; daemons are not auto-started)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+CORE_PACKAGES = ("munge", "slurmctld", "slurmd", "slurm-client", "slurm-wlm-basic-plugins")
+# slurmdbd pulls its MySQL plugin; mariadb-server pulls the `mariadb` client (Debian 12 and 13)
+ACCOUNTING_PACKAGES = ("slurmdbd", "mariadb-server")
+PACKAGES = CORE_PACKAGES + ACCOUNTING_PACKAGES
+POLICY_RC_D = "/usr/sbin/policy-rc.d"
+
+
+def missing_packages(packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """Packages from ``packages`` that dpkg does not list as installed."""
+    missing = []
+    for pkg in packages:
+        r = subprocess.run(
+            ["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True, timeout=30, check=False
+        )
+        if "install ok installed" not in r.stdout:
+            missing.append(pkg)
+    return missing
+
+
+def ensure_packages(log_path: str, say=print) -> float:
+    """apt-get install what is missing; returns seconds spent (0.0 when nothing was missing)."""
+    missing = missing_packages()
+    if not missing:
+        return 0.0
+    t0 = time.monotonic()
+    made_policy = False
+    if not os.path.exists(POLICY_RC_D):  # no daemon autostart from package scripts
+        with open(POLICY_RC_D, "w") as f:
+            f.write("#!/bin/sh\nexit 101\n")
+        os.chmod(POLICY_RC_D, 0o755)
+        made_policy = True
+    say(f"installing packages: {' '.join(missing)}")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    try:
+        with open(log_path, "a") as log:
+            for argv, limit_s in (
+                (["apt-get", "update", "-q"], 300),
+                (["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing], 900),
+            ):
+                r = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=limit_s, check=False)
+                if r.returncode != 0:
+                    from slurm_gpu.errors import SlurmGpuError
+
+                    raise SlurmGpuError(f"{' '.join(argv[:2])} failed (exit {r.returncode}); see {log_path}")
+    finally:
+        if made_policy:
+            os.unlink(POLICY_RC_D)
+    return time.monotonic() - t0

@@ -1,0 +1,178 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Cross-field checks and assembly of the Policy from validated entries.
+
+References the classifier follows (a class's partition and QOS, a partition's node types and
+default QOS, a node type's GPU type, defaults.gpu_type, isolation partitions) are errors when they
+dangle; references in filter lists (allowed_qos, gpu_types, preempts, match.gpu_types) are warnings.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from slurm_gpu.policy.model import (
+    Defaults, GpuType, Isolation, JobClass, Match, NodeType, Partition, Policy, Qos,
+)
+from slurm_gpu.policy.validate import Context, Entry, did_you_mean
+
+
+def _ref(ctx: Context, e: Entry, key: str, value: str | None, names: list[str], what: str,
+         error: bool = True) -> bool:
+    if value is None or value in names:
+        return True
+    msg = (f"{e.where(key)}: {e.path}.{key}: found {what} {value!r} which is not defined, "
+           f"allowed one of {', '.join(names) or '(none defined)'}{did_you_mean(value, names)}")
+    (ctx.problems if error else ctx.warnings).append(msg)
+    return False
+
+
+def _unique(ctx: Context, section: str) -> list[Entry]:
+    seen: dict[str, Entry] = {}
+    out = []
+    for e in ctx.entries[section]:
+        nm = e.values.get("name")
+        if nm is None:
+            continue
+        if nm in seen:
+            ctx.problems.append(f"{e.where('name')}: {section}.{nm}.name: found duplicate name {nm!r} "
+                                f"(first defined at {seen[nm].where('name')}), allowed unique names")
+            continue
+        seen[nm] = e
+        out.append(e)
+    return out
+
+
+def check_and_build(ctx: Context, source: str) -> Policy | None:
+    gts = _unique(ctx, "gpu_types")
+    nts = _unique(ctx, "node_types")
+    parts = _unique(ctx, "partitions")
+    qoss = _unique(ctx, "qos")
+    classes = _unique(ctx, "classes")
+    gt_names = [e.values["name"] for e in gts]
+    nt_names = [e.values["name"] for e in nts]
+    part_names = [e.values["name"] for e in parts]
+    qos_names = [e.values["name"] for e in qoss]
+
+    for e in gts:
+        v = e.values
+        if v["mig_profiles"] and not v["mig_capable"]:
+            ctx.problems.append(f"{e.where('mig_profiles')}: {e.path}.mig_profiles: found MIG profiles on a GPU "
+                                "type with mig_capable false, allowed mig_profiles only with mig_capable: true")
+    owner: dict[str, Entry] = {}
+    for e in nts:
+        v = e.values
+        _ref(ctx, e, "gpu_type", v["gpu_type"], gt_names, "GPU type")
+        if v["gpu_type"] and not v["gpus"]:
+            ctx.problems.append(f"{e.where('gpus')}: {e.path}.gpus: found {v['gpus']!r} with gpu_type "
+                                f"{v['gpu_type']!r}, allowed an integer >= 1")
+        if v["gpus"] and not v["gpu_type"]:
+            ctx.problems.append(f"{e.where('gpus')}: {e.path}.gpus: found {v['gpus']} GPUs without a gpu_type, "
+                                "allowed a gpu_type naming one of gpu_types")
+        for node in (v["nodes"] or ("", ()))[1]:
+            if node in owner:
+                ctx.problems.append(f"{e.where('nodes')}: {e.path}.nodes: found node {node!r} already in "
+                                    f"{owner[node].path} ({owner[node].where('nodes')}), allowed each node in one node type")
+                break
+            owner[node] = e
+    defaults_seen = []
+    for e in parts:
+        v = e.values
+        for nt in v["node_types"] or ():
+            _ref(ctx, e, "node_types", nt, nt_names, "node type")
+        nt_types = {ne.values["gpu_type"] for ne in nts if ne.values["name"] in (v["node_types"] or ())}
+        for gt in v["gpu_types"]:
+            if _ref(ctx, e, "gpu_types", gt, gt_names, "GPU type", error=False) and gt not in nt_types:
+                ctx.warnings.append(f"{e.where('gpu_types')}: {e.path}.gpu_types: GPU type {gt!r} is listed but "
+                                    "no node type of this partition carries it")
+        for q in v["allowed_qos"]:
+            _ref(ctx, e, "allowed_qos", q, qos_names, "QOS", error=False)
+        if _ref(ctx, e, "default_qos", v["default_qos"], qos_names, "QOS") and v["default_qos"] \
+                and v["allowed_qos"] and v["default_qos"] not in v["allowed_qos"]:
+            ctx.problems.append(f"{e.where('default_qos')}: {e.path}.default_qos: found {v['default_qos']!r}, "
+                                f"allowed one of allowed_qos ({', '.join(v['allowed_qos'])})")
+        if _ref(ctx, e, "default_gpu_type", v["default_gpu_type"], gt_names, "GPU type") and v["default_gpu_type"]:
+            allowed = v["gpu_types"] or tuple(sorted(t for t in nt_types if t))
+            if v["default_gpu_type"] not in allowed:
+                ctx.problems.append(f"{e.where('default_gpu_type')}: {e.path}.default_gpu_type: found "
+                                    f"{v['default_gpu_type']!r}, allowed a GPU type of this partition "
+                                    f"({', '.join(allowed) or 'none'})")
+        mx, df = v["max_time_min"], v["default_time_min"]
+        if mx is not None and df is not None and df > mx:
+            ctx.problems.append(f"{e.where('default_time')}: {e.path}.default_time: found {df} min, "
+                                f"allowed at most max_time ({mx} min)")
+        if v["default"]:
+            defaults_seen.append(e)
+    for e in defaults_seen[1:]:
+        ctx.problems.append(f"{e.where('default')}: {e.path}.default: found a second default partition "
+                            f"(first: {defaults_seen[0].path}), allowed one default partition")
+    for e in qoss:
+        for q in e.values["preempts"]:
+            _ref(ctx, e, "preempts", q, qos_names, "QOS", error=False)
+    for e in classes:
+        v = e.values
+        part_ok = _ref(ctx, e, "partition", v["partition"], part_names, "partition")
+        if _ref(ctx, e, "qos", v["qos"], qos_names, "QOS") and part_ok and v["qos"]:
+            pe = next(p for p in parts if p.values["name"] == v["partition"])
+            if pe.values["allowed_qos"] and v["qos"] not in pe.values["allowed_qos"]:
+                ctx.problems.append(f"{e.where('qos')}: {e.path}.qos: found {v['qos']!r}, allowed a QOS of partition "
+                                    f"{v['partition']} ({', '.join(pe.values['allowed_qos'])})")
+        for gt in v["match"].get("gpu_types", ()):
+            _ref(ctx, e, "match.gpu_types", gt, gt_names, "GPU type", error=False)
+    d = ctx.maps.get("defaults")
+    if d is not None:
+        _ref(ctx, d, "gpu_type", d.values.get("gpu_type"), gt_names, "GPU type")
+    iso = ctx.maps.get("isolation")
+    if iso is not None:
+        _ref(ctx, iso, "mig_partition", iso.values.get("mig_partition"), part_names, "partition")
+        _ref(ctx, iso, "mps_partition", iso.values.get("mps_partition"), part_names, "partition")
+        known = {p for g in gts for p in g.values["mig_profiles"]}
+        for p in iso.values.get("mig_profiles", ()):
+            if p not in known:
+                ctx.problems.append(f"{iso.where('mig_profiles')}: isolation.mig_profiles: found {p!r}, allowed a "
+                                    f"profile of some gpu_types entry ({', '.join(sorted(known)) or 'none'})")
+        lo, hi = iso.values.get("mps_min_share_pct", 10), iso.values.get("mps_max_share_pct", 50)
+        if lo is not None and hi is not None and lo > hi:
+            ctx.problems.append(f"{iso.where('mps_min_share_pct')}: isolation.mps_min_share_pct: found {lo}, "
+                                f"allowed at most mps_max_share_pct ({hi})")
+    if ctx.problems:
+        return None
+    return _assemble(ctx, source, gts, nts, parts, qoss, classes)
+
+
+def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], parts: list[Entry],
+              qoss: list[Entry], classes: list[Entry]) -> Policy:
+    def node_type(e: Entry) -> NodeType:
+        v = dict(e.values)
+        topo = v.pop("topology")
+        if not os.path.isabs(topo):
+            topo = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(e.file)), topo))
+        hostlist, nodes = v.pop("nodes")
+        return NodeType(topology=topo, nodes=nodes, hostlist=hostlist, **v)
+
+    def qos(e: Entry) -> Qos:
+        v = dict(e.values)
+        if v["preempt_mode"] == "off":
+            v["preempt_mode"] = None
+        return Qos(**v)
+
+    def job_class(e: Entry) -> JobClass:
+        v = dict(e.values)
+        return JobClass(**{**v, "match": Match(**v["match"])})
+
+    def mapped(section: str, cls: Any) -> Any:
+        e = ctx.maps.get(section)
+        return cls(**e.values) if e is not None else cls()
+
+    name = ctx.top.get("name") or os.path.splitext(os.path.basename(source))[0]
+    return Policy(
+        version=1, name=name, description=ctx.top.get("description", ""),
+        gpu_types=tuple(GpuType(**e.values) for e in gts),
+        node_types=tuple(node_type(e) for e in nts),
+        partitions=tuple(Partition(**e.values) for e in parts),
+        qos=tuple(qos(e) for e in qoss),
+        classes=tuple(job_class(e) for e in classes),
+        defaults=mapped("defaults", Defaults), isolation=mapped("isolation", Isolation),
+        messages=tuple(sorted((k, t) for k, (t, _, _) in ctx.messages.items())),
+        source=os.path.realpath(source), includes=tuple(ctx.files[1:]),
+    )

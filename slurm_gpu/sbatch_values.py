@@ -1,0 +1,263 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Value grammars of sbatch options as small pure functions.
+
+Each function takes the text the user wrote and returns a typed value, or raises ``ValueError`` whose
+message is "bad value '<text>'; accepted: <forms>". The option parser wraps that into an ``OptionError``
+naming the option (and the script line); click ParamTypes can call the same functions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+
+INFINITE_MIN = 0xFFFFFFFF  # Slurm's INFINITE: "UNLIMITED", "INFINITE" or "-1" as a time limit
+
+TIME_FORMS = "MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, UNLIMITED"
+MEM_FORMS = "N (MB) or N with suffix K, M, G or T (e.g. 4000, 16G, 512M)"
+GPUS_FORMS = "N or TYPE:N, comma separated (e.g. 2, a100:2)"
+GRES_FORMS = "NAME[:TYPE][:COUNT], comma separated (e.g. gpu:2, gpu:a100:2, gres/gpu:1, none)"
+TRES_FORMS = "TRES:COUNT or TRES=COUNT, comma separated (e.g. gres/gpu:2, gres/gpu:a100:1, cpu:4)"
+GPU_BIND_FORMS = "[verbose,]closest|none|single:N|per_task:N|map_gpu:LIST|mask_gpu:LIST"
+TRES_BIND_FORMS = "gres/gpu:[verbose,]closest|none|single:N|per_task:N|map:LIST|mask:LIST[+...]"
+ARRAY_FORMS = "N, N-M, N-M:STEP, comma separated, optional %MAX (e.g. 0-15%4, 1,3,5, 0-99:10)"
+COUNT_FORMS = "a whole number >= {0}"
+NODES_FORMS = "N, MIN-MAX or a list of sizes (e.g. 2, 2-4, 1,2,4)"
+NODELIST_FORMS = "a host list such as node[1-4],gpu7"
+PARAMS_FORMS = "a parameter count such as 7B, 70b, 350M, 1.5e9"
+
+_TIME_RE = r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)$"
+
+
+def _bad(text: str, forms: str) -> ValueError:
+    return ValueError(f"bad value {text!r}; accepted: {forms}")
+
+
+def parse_time_min(text: str) -> int:
+    """A Slurm time limit in whole minutes, seconds rounded up (``INFINITE_MIN`` for UNLIMITED)."""
+    value = text.strip()
+    if value.upper() in ("UNLIMITED", "INFINITE", "-1"):
+        return INFINITE_MIN
+    m = re.match(_TIME_RE, value)
+    if not m:
+        raise _bad(text, TIME_FORMS)
+    d, dh, dm, ds, a, b, c = m.groups()
+    if d is not None:  # D-HH[:MM[:SS]]
+        secs = int(d) * 86400 + int(dh) * 3600 + int(dm or 0) * 60 + int(ds or 0)
+    elif c is not None:  # HH:MM:SS
+        secs = int(a) * 3600 + int(b) * 60 + int(c)
+    elif b is not None:  # MM:SS
+        secs = int(a) * 60 + int(b)
+    else:  # MM
+        secs = int(a) * 60
+    return -(-secs // 60)
+
+
+def format_time_min(minutes: int) -> str:
+    """Minutes as Slurm writes a time limit (``D-HH:MM:SS`` / ``HH:MM:SS`` / ``UNLIMITED``)."""
+    if minutes == INFINITE_MIN:
+        return "UNLIMITED"
+    days, rest = divmod(minutes, 1440)
+    hours, mins = divmod(rest, 60)
+    return f"{days}-{hours:02d}:{mins:02d}:00" if days else f"{hours:02d}:{mins:02d}:00"
+
+
+_MEM_RE = r"^(\d+)([KMGTkmgt])?[Bb]?$"
+_MEM_FACTOR = {"K": None, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def parse_mem_mb(text: str) -> int:
+    """A Slurm memory size in MB (default unit MB; K rounds up), as str_to_mbytes reads it."""
+    m = re.match(_MEM_RE, text.strip())
+    if not m or (m.group(2) is None and text.strip()[-1:] in "bB"):
+        raise _bad(text, MEM_FORMS)
+    number, unit = int(m.group(1)), (m.group(2) or "M").upper()
+    if unit == "K":
+        return -(-number // 1024)
+    return number * _MEM_FACTOR[unit]
+
+
+def parse_count(text: str, minimum: int = 0) -> int:
+    """A whole number >= ``minimum`` (task, CPU and GPU counts)."""
+    t = text.strip()
+    if not t.isdigit() or int(t) < minimum:
+        raise _bad(text, COUNT_FORMS.format(minimum))
+    return int(t)
+
+
+def parse_nodes_min(text: str) -> int:
+    """The minimum node count of ``--nodes`` (``N``, ``MIN-MAX``, ``MIN-MAX:STEP`` or ``1,2,4``)."""
+    t = text.strip()
+    if not re.fullmatch(r"\d+(-\d+)?(:\d+)?(,\d+(-\d+)?(:\d+)?)*", t):
+        raise _bad(text, NODES_FORMS)
+    return min(int(re.split(r"[-:]", part)[0]) for part in t.split(","))
+
+
+class GpuCount(NamedTuple):
+    """A GPU request item: ``gpu_type`` None when untyped."""
+
+    gpu_type: str | None
+    count: int
+
+
+_COUNT_RE = r"^(\d+)([kKmMgG])?$"
+
+
+def _gres_count(text: str) -> int:
+    m = re.match(_COUNT_RE, text)
+    if not m:
+        raise ValueError(text)
+    factor = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[(m.group(2) or "").lower()]
+    return int(m.group(1)) * factor
+
+
+def parse_gpus(text: str) -> tuple[GpuCount, ...]:
+    """``--gpus``/``--gpus-per-node``/``--gpus-per-task``/``--gpus-per-socket``: ``[type:]N[,...]``."""
+    items = []
+    for part in text.strip().split(","):
+        bits = part.split(":")
+        if part.startswith("gpu:") and len(bits) in (2, 3):  # "gpu:a100:2" is also accepted
+            bits = bits[1:]
+        try:
+            if len(bits) == 1:
+                items.append(GpuCount(None, parse_count(bits[0])))
+            elif len(bits) == 2 and bits[0]:
+                items.append(GpuCount(bits[0], parse_count(bits[1])))
+            else:
+                raise ValueError(part)
+        except ValueError:
+            raise _bad(text, GPUS_FORMS) from None
+    return tuple(items)
+
+
+class GresItem(NamedTuple):
+    """One item of a ``--gres`` list: ``name[:type][:count]`` (count 1 when not given)."""
+
+    name: str
+    gres_type: str | None
+    count: int
+
+
+def parse_gres(text: str) -> tuple[GresItem, ...]:
+    """``--gres`` list; accepts the ``gres/`` and ``gres:`` prefixes Slurm itself writes. ``none`` = ()."""
+    t = text.strip()
+    if t.lower() == "none":
+        return ()
+    items = []
+    for part in t.split(","):
+        body = part
+        for prefix in ("gres/", "gres:"):
+            if body.startswith(prefix):
+                body = body[len(prefix) :]
+        bits = body.split(":")
+        try:
+            if not bits[0] or not re.fullmatch(r"[A-Za-z0-9_.\-]+", bits[0]) or len(bits) > 3:
+                raise ValueError(part)
+            if len(bits) == 1:
+                items.append(GresItem(bits[0], None, 1))
+            elif len(bits) == 2:
+                if re.match(_COUNT_RE, bits[1]):
+                    items.append(GresItem(bits[0], None, _gres_count(bits[1])))
+                elif bits[1]:
+                    items.append(GresItem(bits[0], bits[1], 1))
+                else:
+                    raise ValueError(part)
+            else:
+                if not bits[1]:
+                    raise ValueError(part)
+                items.append(GresItem(bits[0], bits[1], _gres_count(bits[2])))
+        except ValueError:
+            raise _bad(text, GRES_FORMS) from None
+    return tuple(items)
+
+
+def parse_tres(text: str) -> tuple[GresItem, ...]:
+    """``--tres-per-task`` list (``gres/gpu:2``, ``gres/gpu:a100:1``, ``cpu:4``, ``cpu=4``)."""
+    items = []
+    for part in text.strip().split(","):
+        name, sep, count = part.replace("=", ":").rpartition(":")
+        if not sep or not name or not re.match(_COUNT_RE, count):
+            raise _bad(text, TRES_FORMS)
+        kind, _, gres_type = name.partition(":")
+        if kind.startswith("gres/"):
+            kind = kind[5:]
+        elif kind != "cpu" and "/" not in kind:
+            raise _bad(text, TRES_FORMS)
+        items.append(GresItem(kind, gres_type or None, _gres_count(count)))
+    return tuple(items)
+
+
+_BIND_RE = (
+    r"^(verbose,)?(closest|none|(single|per_task):\d+|(map_gpu|map|mask_gpu|mask):[0-9A-Fa-fx*,]+)$"
+)
+
+
+def parse_gpu_bind(text: str) -> str:
+    """``--gpu-bind`` (returned unchanged once it is valid)."""
+    if not re.match(_BIND_RE, text.strip()):
+        raise _bad(text, GPU_BIND_FORMS)
+    return text.strip()
+
+
+def parse_tres_bind(text: str) -> str:
+    """``--tres-bind`` (23.11+): ``gres/gpu:<gpu-bind type>``, several joined by ``+``."""
+    for part in text.strip().split("+"):
+        tres, sep, spec = part.partition(":")
+        if not sep or not tres.startswith("gres/") or not re.match(_BIND_RE, spec):
+            raise _bad(text, TRES_BIND_FORMS)
+    return text.strip()
+
+
+class ArraySpec(NamedTuple):
+    """A parsed ``--array``: its task ids and the %MAX throttle (None when not given)."""
+
+    task_ids: tuple[int, ...]
+    max_running: int | None
+
+
+def parse_array(text: str) -> ArraySpec:
+    """``--array=0-15%4`` style specs."""
+    spec, pct, limit = text.strip().partition("%")
+    if pct and not limit.isdigit():
+        raise _bad(text, ARRAY_FORMS)
+    ids: list[int] = []
+    for part in spec.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
+        if not m:
+            raise _bad(text, ARRAY_FORMS)
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        step = int(m.group(3)) if m.group(3) else 1
+        if hi < lo or step < 1:
+            raise _bad(text, ARRAY_FORMS)
+        ids.extend(range(lo, hi + 1, step))
+    return ArraySpec(tuple(sorted(set(ids))), int(limit) if pct else None)
+
+
+def parse_nodelist(text: str) -> tuple[str, ...]:
+    """A host list (``node[1-4],gpu7``) expanded to names."""
+    from slurm_gpu.hostlist import expand_hostlist  # only when a node list is given
+
+    try:
+        names = expand_hostlist(text.strip())
+    except Exception:  # the hostlist module raises its own errors; we only need "invalid"
+        raise _bad(text, NODELIST_FORMS) from None
+    if not names or any(not n or any(c in n for c in " []") for n in names):
+        raise _bad(text, NODELIST_FORMS)
+    return tuple(names)
+
+
+_PARAMS_RE = r"^(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([kKmMbBtT])?$"
+_PARAMS_FACTOR = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
+def parse_model_params(text: str) -> float:
+    """A model's parameter count: ``7B`` -> 7e9, ``350M`` -> 3.5e8, ``1.5e9`` -> 1.5e9."""
+    m = re.match(_PARAMS_RE, text.strip())
+    if not m:
+        raise _bad(text, PARAMS_FORMS)
+    value = float(m.group(1)) * _PARAMS_FACTOR[(m.group(2) or "").lower()]
+    if value <= 0:
+        raise _bad(text, PARAMS_FORMS)
+    return value

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Shared test fixtures.
+
+``slurm_lab`` (session scope) brings up the real local Slurm lab, or reuses one that is up, healthy and
+built from the same config, and hands tests a :class:`SlurmLab` with helpers to submit as the
+unprivileged lab user and to poll job states with timeouts (never fixed sleeps). Tests that use it are
+integration tests: mark them ``@pytest.mark.slurm``. Tests marked ``lab_restart`` (they stop and start
+the lab) are moved to the end of the run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from slurm_gpu.errors import SlurmGpuError
+from slurm_gpu.lab import clients
+from slurm_gpu.lab.config import LabPaths
+from slurm_gpu.lab.control import (
+    Lab,
+    default_hooks,
+    default_policy_path,
+    lab_dir_from_env,
+    policy_spec_factory,
+    slurm_version,
+)
+from slurm_gpu.lab.spec import LabSpec
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "lab_restart: stops and restarts the Slurm lab; runs after all other tests")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.get_closest_marker("lab_restart") is not None)  # stable: keeps order
+
+
+@dataclass
+class SlurmLab:
+    """A running lab, as the tests see it."""
+
+    lab: Lab
+    spec: LabSpec
+    policy_path: str
+    version: tuple[int, int, int]
+
+    @property
+    def slurm_conf(self) -> str:
+        return self.lab.slurm_conf
+
+    @property
+    def user(self) -> str:
+        return self.lab.user
+
+    @property
+    def paths(self) -> LabPaths:
+        return self.lab.paths
+
+    def env(self) -> dict[str, str]:
+        """Environment for a client of the lab (SLURM_CONF, GPUSUB_POLICY)."""
+        return clients.client_env(self.slurm_conf) | {"GPUSUB_POLICY": self.policy_path}
+
+    def workdir(self, name: str = "t") -> str:
+        """A fresh directory under the lab's jobs dir, owned by the lab user (job output goes here)."""
+        d = os.path.join(self.paths.jobs_dir, f"{name}-{uuid.uuid4().hex[:8]}")
+        os.makedirs(d)
+        shutil.chown(d, self.user)
+        return d
+
+    def run(
+        self,
+        argv: list[str],
+        *,
+        as_root: bool = False,
+        timeout_s: float = 30,
+        cwd: str | None = None,
+        check: bool = False,
+        env_extra: dict[str, str] | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a command as the lab user (default) or root, with SLURM_CONF and GPUSUB_POLICY set."""
+        extra = {"GPUSUB_POLICY": self.policy_path} | (env_extra or {})
+        return clients.run(
+            argv,
+            self.slurm_conf,
+            user=None if as_root else self.user,
+            timeout_s=timeout_s,
+            cwd=cwd,
+            env_extra=extra,
+            check=check,
+        )
+
+    def sbatch(self, argv: list[str], *, cwd: str | None = None, as_root: bool = False) -> int:
+        """``sbatch --parsable`` as the lab user; returns the job id."""
+        return clients.sbatch(argv, self.slurm_conf, user=None if as_root else self.user, cwd=cwd)
+
+    def gpusub(
+        self, argv: list[str], *, cwd: str | None = None, timeout_s: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """Run this checkout's ``gpusub`` as the lab user."""
+        from slurm_gpu.lab.demo import find_gpusub
+
+        exe = find_gpusub()
+        if exe is None:
+            pytest.fail("gpusub is not installed in this environment")
+        return self.run([exe, *argv], cwd=cwd, timeout_s=timeout_s)
+
+    def wait(
+        self, job_id: int | str, states: set[str] | frozenset[str] = frozenset({"COMPLETED"}), timeout_s: float = 60
+    ) -> str:
+        """Poll until the job is in ``states`` or any final state; TimeoutError after ``timeout_s``."""
+        return clients.wait_job(self.slurm_conf, job_id, states, timeout_s)
+
+    def state(self, job_id: int | str) -> str:
+        return clients.job_state(self.slurm_conf, job_id)
+
+    def show_job(self, job_id: int | str) -> tuple[dict[str, str], list[clients.NodeAlloc]]:
+        return clients.show_job(self.slurm_conf, job_id)
+
+    def cancel(self, *job_ids: int | str) -> None:
+        clients.run(["scancel", *map(str, job_ids)], self.slurm_conf, timeout_s=10)
+
+    def json(self, argv: list[str]) -> Any:
+        import json
+
+        return json.loads(clients.run(argv, self.slurm_conf, timeout_s=20, check=True).stdout)
+
+
+def lab_from_env() -> tuple[Lab, str]:
+    policy = os.path.abspath(os.environ.get("SLURM_GPU_LAB_POLICY") or default_policy_path())
+    return Lab(LabPaths(lab_dir_from_env()), say=lambda m: print(f"[lab] {m}")), policy
+
+
+def ensure_lab(restart: bool = False) -> SlurmLab:
+    """Bring the lab up (or keep the healthy one) and describe it."""
+    if os.geteuid() != 0:
+        pytest.fail("the Slurm lab tests need root (they start slurmctld/slurmd and create /dev/nvidia*)")
+    lab, policy = lab_from_env()
+    factory = policy_spec_factory(policy)
+    try:
+        lab.up(factory, hooks=default_hooks(), restart=restart, policy_path=policy)
+    except SlurmGpuError as e:
+        pytest.fail(f"slurm-gpu lab up failed: {e}")
+    device_dir = lab._read("device-dir") or "/dev"
+    return SlurmLab(lab=lab, spec=factory(device_dir), policy_path=policy, version=slurm_version())
+
+
+@pytest.fixture(scope="session")
+def slurm_lab() -> SlurmLab:
+    return ensure_lab()

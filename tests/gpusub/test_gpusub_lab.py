@@ -1,0 +1,209 @@
+# SPDX-License-Identifier: Apache-2.0
+"""gpusub against the real Slurm lab: locality read from the scheduler, per-task binding as Slurm
+reports it, --test-only, --wait, --json. Integration tests (marker ``slurm``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from slurm_gpu.locality import check_job, parse_gres_conf, parse_job_detail
+
+pytestmark = pytest.mark.slurm
+
+SLEEP = "#!/bin/bash\n#SBATCH --time=5\nsleep 120\n"
+
+
+def gres_table(lab):
+    with open(os.path.join(os.path.dirname(lab.slurm_conf), "gres.conf"), encoding="utf-8") as fh:
+        return parse_gres_conf(fh.read())
+
+
+def write(workdir: str, name: str, text: str) -> str:
+    path = os.path.join(workdir, name)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
+def gpusub(lab, args, cwd, env_extra=None, timeout_s=60) -> subprocess.CompletedProcess[str]:
+    """This checkout's gpusub, run as root: the venv's interpreter lives under /root (mode 700) on the
+    dev machine, so the lab user cannot execute it (see the report); Slurm treats the job the same."""
+    from slurm_gpu.lab.demo import find_gpusub
+
+    return lab.run([find_gpusub(), *args], as_root=True, cwd=cwd, env_extra=env_extra, timeout_s=timeout_s)
+
+
+def detail(lab, job_id) -> str:
+    return lab.run(["scontrol", "show", "job", "-d", str(job_id)], as_root=True, check=True).stdout
+
+
+def submit_json(lab, args, cwd, env_extra=None) -> dict:
+    r = gpusub(lab, ["--json", *args], cwd, env_extra)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+CASES = [("h100", 1), ("h100", 2), ("h100", 4), ("h100", 8), ("a100", 1), ("a100", 2), ("a100", 3), ("a100", 4)]
+
+
+@pytest.mark.parametrize("gpu_type, count", CASES, ids=[f"{t}x{n}" for t, n in CASES])
+def test_gpusub_allocation_meets_the_locality_rule(slurm_lab, gpu_type, count):
+    work = slurm_lab.workdir("loc")
+    script = write(work, "sleep.sh", SLEEP)
+    job = submit_json(slurm_lab, [f"--gres=gpu:{gpu_type}:{count}", "--mem-per-gpu=8G", "--launch", "batch",
+                                  script], work)
+    try:
+        assert slurm_lab.wait(job["job_id"], {"RUNNING"}, timeout_s=120) == "RUNNING"
+        text = detail(slurm_lab, job["job_id"])
+        allocs = parse_job_detail(text)
+        assert sum(len(a.gpu_idx) for a in allocs) == count
+        cpg = job["binding"]["cpus_per_gpu"] if job["binding"] else None
+        assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=cpg) == [], text
+    finally:
+        slurm_lab.cancel(job["job_id"])
+
+
+@pytest.mark.parametrize("gpu_type, count, node", [("h100", 8, "h100n1"), ("a100", 3, "a100n1")])
+def test_locality_holds_when_another_job_holds_cores(slurm_lab, gpu_type, count, node):
+    """A CPU-only job holds 10 cores of socket 0 first: gpusub's job waits for local cores rather than
+    taking remote ones (enforce-binding), then meets the rule."""
+    work = slurm_lab.workdir("busy")
+    blocker = slurm_lab.sbatch(["-w", node, "-n1", "-c10", "-t", "2", "--mem=1G", "--wrap", "sleep 8"], cwd=work,
+                               as_root=True)
+    script = write(work, "sleep.sh", SLEEP)
+    job = submit_json(slurm_lab, ["-w", node, f"--gres=gpu:{gpu_type}:{count}", "--mem-per-gpu=8G",
+                                  "--launch", "batch", script], work)
+    try:
+        assert slurm_lab.wait(job["job_id"], {"RUNNING"}, timeout_s=120) == "RUNNING"
+        text = detail(slurm_lab, job["job_id"])
+        assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=job["binding"]["cpus_per_gpu"]) == [], text
+    finally:
+        slurm_lab.cancel(job["job_id"], blocker)
+
+
+def test_plain_sbatch_fails_the_rule(slurm_lab):
+    """The baseline of issue 5: 8 tasks x 2 cpus with 8 GPUs gets all 16 cores on socket 0."""
+    work = slurm_lab.workdir("plain")
+    job = slurm_lab.sbatch(["--gres=gpu:h100:8", "--ntasks=8", "--cpus-per-task=2", "--mem-per-gpu=8G", "-t", "5",
+                            "--wrap", "sleep 120"], cwd=work, as_root=True)
+    try:
+        assert slurm_lab.wait(job, {"RUNNING"}, timeout_s=120) == "RUNNING"
+        problems = check_job(detail(slurm_lab, job), gres_table(slurm_lab))
+        assert any("have 0 local cores" in p for p in problems), problems
+    finally:
+        slurm_lab.cancel(job)
+
+
+PROBE = r"""#!/bin/bash
+echo "task=$SLURM_LOCALID rank=$LOCAL_RANK cvd=$CUDA_VISIBLE_DEVICES gpus=${SLURM_STEP_GPUS:-$SLURM_JOB_GPUS} bind=$SLURM_CPU_BIND dist=$SLURM_DISTRIBUTION omp=$OMP_NUM_THREADS"
+"""
+
+
+def run_probe(lab, args, env_extra=None):
+    work = lab.workdir("bind")
+    script = write(work, "probe.sh", PROBE)
+    job = submit_json(lab, [*args, "--mem-per-gpu=8G", "-o", os.path.join(work, "out.txt"), script], work, env_extra)
+    assert lab.wait(job["job_id"], timeout_s=120) == "COMPLETED"
+    with open(os.path.join(work, "out.txt"), encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    tasks = {}
+    for line in lines:
+        if line.startswith("task="):
+            fields = dict(w.split("=", 1) for w in line.split())
+            tasks[int(fields["task"])] = fields
+    return job, tasks, lines
+
+
+def test_per_task_binding_two_h100(slurm_lab):
+    """srun --cpu-bind=verbose,cores reports one core mask per task; each task sees the job's GPUs with
+    its own first (LOCAL_RANK -> CUDA_VISIBLE_DEVICES entry), OMP_NUM_THREADS = cores per task."""
+    job, tasks, lines = run_probe(slurm_lab, ["--gres=gpu:h100:2"], {"GPUSUB_CPU_BIND": "verbose,cores"})
+    assert sorted(tasks) == [0, 1]
+    # Slurm's own report, one line per task: "cpu-bind=MASK - h100n1, task  0  0 [15795]: mask 0x1 set"
+    reports = [ln for ln in lines if ln.startswith("cpu-bind") and "=MASK - " in ln and " task " in ln]
+    assert len(reports) == 2, lines
+    assert len({ln.split(": mask ")[1] for ln in reports}) == 2  # a distinct core mask per task
+    for rank, t in tasks.items():
+        assert t["rank"] == str(rank) and t["omp"] == "4" and t["dist"] == "block:block"
+        assert t["bind"].startswith("verbose,") and "mask_cpu:" in t["bind"]
+        # both GPUs sit on one socket: the order is the index order, every task sees both (shared)
+        assert t["cvd"] == t["gpus"] and len(t["gpus"].split(",")) == 2
+
+
+def test_per_task_gpu_order_a100_follows_sockets(slurm_lab):
+    """a100x4: GPUs 2,3 sit on socket 0. With block:block tasks 0,1 get socket-0 cores, so their
+    CUDA_VISIBLE_DEVICES entry LOCAL_RANK must be GPU 2 and 3. (The lab's task/affinity cannot lay out
+    more tasks than its 2 real CPUs with --cpu-bind=cores, hence plain verbose binding here.)"""
+    job, tasks, _ = run_probe(slurm_lab, ["--gres=gpu:a100:4"], {"GPUSUB_CPU_BIND": "verbose"})
+    assert sorted(tasks) == [0, 1, 2, 3]
+    for rank, t in tasks.items():
+        order = t["cvd"].split(",")
+        assert order == ["2", "3", "0", "1"], t  # no cgroups in the lab: CVD holds global ids
+        assert order[rank] == ["2", "3", "0", "1"][rank]
+
+
+def test_test_only_passes_through(slurm_lab):
+    work = slurm_lab.workdir("testonly")
+    script = write(work, "sleep.sh", SLEEP)
+    r = gpusub(slurm_lab, ["--test-only", "--json", "--gres=gpu:h100:2", script], work)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["job_id"] > 0 and data["partition"] and data["nodes"]
+
+
+def test_wait_exits_with_the_jobs_exit_code(slurm_lab):
+    work = slurm_lab.workdir("wait")
+    script = write(work, "exit3.sh", "#!/bin/bash\n#SBATCH --time=2\nexit 3\n")
+    r = gpusub(slurm_lab, ["--wait", script], work, timeout_s=120)
+    assert r.returncode == 3, r.stderr
+    assert "COMPLETED" not in r.stderr and "FAILED" in r.stderr and "exit code 3" in r.stderr
+
+
+def test_json_submission_record(slurm_lab):
+    work = slurm_lab.workdir("json")
+    script = write(work, "sleep.sh", SLEEP)
+    job = submit_json(slurm_lab, ["--gres=gpu:h100:2", script, "arg one"], work)
+    try:
+        assert set(job) >= {"job_id", "partition", "qos", "gres", "binding", "script"}
+        assert job["gres"] == "gpu:h100:2" and os.path.isfile(job["script"])
+        rec = slurm_lab.show_job(job["job_id"])[0]
+        assert rec["Partition"] == job["partition"] and rec["QOS"] == job["qos"]
+    finally:
+        slurm_lab.cancel(job["job_id"])
+
+
+def test_two_node_job_meets_the_rule_on_each_node(slurm_lab):
+    work = slurm_lab.workdir("multi")
+    script = write(work, "sleep.sh", SLEEP)
+    job = submit_json(slurm_lab, ["-N2", "--gres=gpu:h100:2", "--mem-per-gpu=8G", "--launch", "batch", script], work)
+    try:
+        assert job["binding"]["nodes"] == 2 and job["binding"]["tasks"] == 4
+        assert slurm_lab.wait(job["job_id"], {"RUNNING"}, timeout_s=120) == "RUNNING"
+        text = detail(slurm_lab, job["job_id"])
+        allocs = parse_job_detail(text)
+        assert len({a.node for a in allocs}) == 2 and all(len(a.gpu_idx) == 2 for a in allocs)
+        assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=job["binding"]["cpus_per_gpu"]) == [], text
+    finally:
+        slurm_lab.cancel(job["job_id"])
+
+
+def test_locality_holds_when_some_gpus_are_busy(slurm_lab):
+    """Two 1-GPU jobs hold GPUs (one may be on each socket): a 4-GPU gpusub job must not get GPUs 1 + 3
+    over cores 2 + 2 tasks (measured with plain --ntasks-per-socket); --gpus-per-socket keeps the split."""
+    work = slurm_lab.workdir("frag")
+    blockers = [slurm_lab.sbatch(["-w", "h100n2", "--gres=gpu:h100:1", "-n1", "-c1", "--mem=1G", "-t", "2",
+                                  "--wrap", "sleep 8"], cwd=work, as_root=True) for _ in range(2)]
+    script = write(work, "sleep.sh", SLEEP)
+    job = submit_json(slurm_lab, ["-w", "h100n2", "--gres=gpu:h100:4", "--mem-per-gpu=8G", "--launch", "batch",
+                                  script], work)
+    try:
+        assert slurm_lab.wait(job["job_id"], {"RUNNING"}, timeout_s=120) == "RUNNING"
+        text = detail(slurm_lab, job["job_id"])
+        assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=job["binding"]["cpus_per_gpu"]) == [], text
+    finally:
+        slurm_lab.cancel(job["job_id"], *blockers)

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The locality rule on scheduler text (the lab's gres.conf and `scontrol show job -d` lines)."""
+
+from __future__ import annotations
+
+from slurm_gpu.locality import check_job, parse_gres_conf, parse_job_detail
+
+GRES_CONF = """\
+AutoDetect=off
+NodeName=h100n[1-2] Name=gpu Type=h100 File=/dev/nvidia[0-3] Cores=0-15
+NodeName=h100n[1-2] Name=gpu Type=h100 File=/dev/nvidia[4-7] Cores=16-31
+NodeName=a100n1 Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=16-31
+NodeName=a100n1 Name=gpu Type=a100 File=/dev/nvidia[2-3] Cores=0-15
+"""
+TABLE = parse_gres_conf(GRES_CONF)
+
+
+def test_gres_conf_indices_follow_file_order():
+    assert TABLE["h100n2"][5] == frozenset(range(16, 32))
+    assert TABLE["a100n1"][0] == frozenset(range(16, 32))  # GPU order != socket order
+    assert TABLE["a100n1"][3] == frozenset(range(16))
+
+
+def test_plain_sbatch_8_gpus_fails_the_rule():
+    # issue 5: --ntasks=8 --cpus-per-task=2 gets CPU_IDs=0-15, all on socket 0
+    detail = "   Nodes=h100n1 CPU_IDs=0-15 Mem=64000 GRES=gpu:h100:8(IDX:0-7)"
+    problems = check_job(detail, TABLE)
+    assert any("GPUs 4,5,6,7 have 0 local cores" in p for p in problems)
+
+
+def test_spread_allocation_passes():
+    detail = "   Nodes=h100n1 CPU_IDs=0-7,16-23 Mem=64000 GRES=gpu:h100:8(IDX:0-7)"
+    assert check_job(detail, TABLE) == []
+
+
+def test_remote_core_is_reported():
+    # notes: 2 GPUs IDX:4-5 with CPU_IDs=16 is fine; add core 3 (socket 0) and it is remote to both
+    assert check_job("Nodes=h100n1 CPU_IDs=16 Mem=4000 GRES=gpu:h100:2(IDX:4-5)", TABLE, cpus_per_gpu=0) == []
+    problems = check_job("Nodes=h100n1 CPU_IDs=3,16-23 Mem=4000 GRES=gpu:h100:2(IDX:4-5)", TABLE)
+    assert problems == ["h100n1: cores 3 are remote to all of the job's GPUs"]
+
+
+def test_a100_uneven_split_needs_cores_in_the_same_ratio():
+    bad = "Nodes=a100n1 CPU_IDs=0-11,16-27 Mem=1 GRES=gpu:a100:3(IDX:0,2-3)"  # measured with plain cpus-per-gpu
+    assert check_job(bad, TABLE, cpus_per_gpu=8) == ["a100n1: GPUs 2,3 have 12 local cores of the job's, need 16"]
+    good = "Nodes=a100n1 CPU_IDs=0-23 Mem=1 GRES=gpu:a100:3(IDX:0,2-3)"
+    assert check_job(good, TABLE, cpus_per_gpu=8) == []
+
+
+def test_multi_node_lines():
+    text = ("   Nodes=h100n1 CPU_IDs=0-3 Mem=1 GRES=gpu:h100:1(IDX:0)\n"
+            "   Nodes=h100n2 CPU_IDs=0-3 Mem=1 GRES=gpu:h100:1(IDX:7)\n")
+    allocs = parse_job_detail(text)
+    assert [a.node for a in allocs] == ["h100n1", "h100n2"]
+    assert len(check_job(text, TABLE)) == 2  # h100n2: GPU 7 has no local core, cores 0-3 remote
+
+
+def test_no_detail_lines_is_a_problem_not_a_pass():
+    assert check_job("JobId=5 JobState=PENDING", TABLE) != []

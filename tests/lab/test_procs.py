@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Process helpers: pidfiles name exactly our processes; stop only those; zombies count as stopped."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+from slurm_gpu.lab import procs
+
+
+def wait_until(pred, timeout_s=10):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_start_detached_records_the_daemon_pid_and_stop_stops_it(tmp_path):
+    pidfile = str(tmp_path / "sleep.pid")
+    pid = procs.start_detached(["sleep", "60"], str(tmp_path / "sleep.log"), pidfile)
+    try:
+        assert procs.comm(pid) == "sleep"
+        assert procs.pidfile_process(pidfile, "sleep") == pid
+        assert os.getsid(pid) == pid  # own session: not killed with our terminal
+        procs.stop_pidfile(pidfile, "sleep", say=lambda m: None)
+        assert not procs.alive(pid) and not os.path.exists(pidfile)
+    finally:
+        if procs.alive(pid):
+            os.kill(pid, 9)
+
+
+def test_pidfile_of_another_program_is_left_alone(tmp_path):
+    pidfile = str(tmp_path / "x.pid")
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        procs.write_pidfile(pidfile, p.pid)
+        said = []
+        procs.stop_pidfile(pidfile, "slurmctld", say=said.append)
+        assert p.poll() is None, "a process with another name was killed"
+        assert said and "not ours" in said[0]
+        assert not os.path.exists(pidfile)
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_reused_pid_with_other_start_time_is_not_ours(tmp_path):
+    pidfile = str(tmp_path / "x.pid")
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        with open(pidfile, "w") as f:
+            f.write(f"{p.pid} 1\n")  # same pid and name, different start time
+        assert procs.pidfile_process(pidfile, "sleep") is None
+    finally:
+        p.kill()
+        p.wait()
+
+
+def test_zombie_counts_as_stopped():
+    p = subprocess.Popen(["true"])
+    assert wait_until(lambda: procs._stat_fields(p.pid) and procs._stat_fields(p.pid)[0] == "Z")
+    assert procs._stat_fields(p.pid) is not None  # still in the process table
+    assert not procs.alive(p.pid)
+    p.wait()
+
+
+def test_descendants_lists_the_whole_tree():
+    p = subprocess.Popen(["bash", "-c", "sleep 60 & sleep 61 & wait"])
+    try:
+        assert wait_until(lambda: len(procs.descendants(p.pid)) == 2)
+        assert sorted(procs.comm(c) for c in procs.descendants(p.pid)) == ["sleep", "sleep"]
+    finally:
+        for c in procs.descendants(p.pid):
+            os.kill(c, 9)
+        p.kill()
+        p.wait()
