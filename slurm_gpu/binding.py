@@ -175,7 +175,7 @@ def plan_binding(request: Any, decision: Any, topo: Any, spelling: Any, isolatio
                  cpu_bind: str = "cores") -> BindingPlan | None:
     """Plan tasks, cores and binding for a GPU job. ``topo`` is one Topology or a sequence of them
     (every node type the job may land on); ``layouts`` may be given instead (with node names).
-    ``given``: names of the sbatch options the user set; the plan never overrides those.
+    ``given``: names of the sbatch options the user or the policy set; the plan never overrides those.
     ``cpu_bind``: the srun ``--cpu-bind`` type (``cores``; explicit masks or ``verbose`` where a site,
     or the lab with its 2 real CPUs, needs another).
     Returns None for a job without GPUs."""
@@ -252,8 +252,8 @@ def plan_binding(request: Any, decision: Any, topo: Any, spelling: Any, isolatio
         opts.append(f"--ntasks={tasks}")
         if nodes > 1:
             opts.append(f"--ntasks-per-node={tasks_per_node}")
-    if not request.cpus_per_task and not request.cpus_per_gpu:
-        opts.append(f"--cpus-per-task={cpus_per_task}")
+    if not request.cpus_per_task and not request.cpus_per_gpu and not {"cpus-per-task", "cpus-per-gpu"} & set(given):
+        opts.append(f"--cpus-per-task={cpus_per_task}")  # never both: sbatch refuses -c with --cpus-per-gpu
     tasks_per_socket = None
     if sockets == 1:
         tasks_per_socket = tasks_per_node
@@ -275,12 +275,18 @@ def plan_binding(request: Any, decision: Any, topo: Any, spelling: Any, isolatio
         gtype = getattr(decision, "gpu_type", None) or request.gpu_type
         opts.append(f"--gpus-per-socket={gtype + ':' if gtype else ''}{per_socket}")
         opts.append(f"--sockets-per-node={sockets}")
+
         why.append(f"--gpus-per-socket={per_socket} --sockets-per-node={sockets}: the GPUs come {per_socket} from "
                    f"each of {sockets} socket(s), the same split as the tasks' cores (without it slurmctld may "
                    "pick GPUs 1 + 3 for cores 2 + 2 tasks when GPUs are partly busy)")
     elif per_node > 1:
         why.append(f"{per_node} GPUs do not split evenly over {sockets} sockets: the cores follow "
                    "--ntasks-per-socket and block:block only (locality holds on idle sockets)")
+    if request.cpus_per_gpu or "cpus-per-gpu" in given:
+        # 22.05.8: --cpus-per-gpu with --ntasks-per-socket is "Requested node configuration is not
+        # available" (a100 x3, and h100 x2 with --gpus-per-socket); cores then follow the GPUs per GPU
+        opts = [o for o in opts if not o.startswith("--ntasks-per-socket=")]
+        why.append("no --ntasks-per-socket next to --cpus-per-gpu (slurmctld finds no node for the pair)")
     if "distribution" not in given:
         opts.append("--distribution=block:block")
         why.append("--distribution=block:block: cores fill one socket before the next, so an uneven GPU split "
@@ -293,7 +299,8 @@ def plan_binding(request: Any, decision: Any, topo: Any, spelling: Any, isolatio
 
     kept = [o for o in opts if o[2:].partition("=")[0] in given]
     if kept:
-        why.append("kept your " + ", ".join("--" + o[2:].partition("=")[0] for o in kept) + " instead of " + " ".join(kept))
+        why.append("kept the " + ", ".join("--" + o[2:].partition("=")[0] for o in kept)
+                   + " set by you or the policy, instead of " + " ".join(kept))
         opts = [o for o in opts if o not in kept]
 
     # launch and per-task binding

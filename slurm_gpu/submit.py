@@ -147,7 +147,9 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: Any) -> Prepared:
 
     plan = None
     if decision.accepted and decision.gpus > 0 and policy is not None:
-        plan = make_plan(request, decision, policy, spelling, sub.gpusub, frozenset(n for n, _ in sub.options),
+        given = frozenset(n for n, _ in sub.options) | frozenset(
+            o.lstrip("-").partition("=")[0] for o in decision.added_options)
+        plan = make_plan(request, decision, policy, spelling, sub.gpusub, given,
                          cpu_bind=env.get("GPUSUB_CPU_BIND"), env=env)
     return Prepared(sub, request, decision, plan, spelling, policy, script_text)
 

@@ -178,3 +178,16 @@ def test_plan_spellings_per_version(version, sharing):
 def test_no_per_socket_gpus_next_to_the_users_gpus_options():
     p = plan(4, given=("gpus",))
     assert not any(o.startswith(("--gpus-per-socket", "--sockets-per-node")) for o in p.sbatch_options)
+
+
+def test_policy_cpus_per_gpu_option_means_no_cpus_per_task():
+    # sbatch refuses --cpus-per-task next to --cpus-per-gpu ("Invalid generic resource (gres) specification")
+    p = plan(2, given=("cpus-per-gpu",))
+    assert not any(o.startswith("--cpus-per-task") for o in p.sbatch_options)
+
+
+def test_cpus_per_gpu_with_per_socket_gpus_drops_ntasks_per_socket():
+    # measured on 22.05.8: the three together are "Requested node configuration is not available"
+    p = plan(8, given=("cpus-per-gpu",))
+    assert "--gpus-per-socket=h100:4" in p.sbatch_options
+    assert not any(o.startswith("--ntasks-per-socket") for o in p.sbatch_options)
