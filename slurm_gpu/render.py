@@ -92,6 +92,30 @@ def _split_option(text: str) -> tuple[str, str | None]:
     return name, (value if eq else None)
 
 
+# The GPU count forms. When the policy states the GPU request (typed), the user's own forms must go:
+# sbatch refuses typed and untyped GPU options together ("Invalid GRES specification (with and without
+# type identification)"), and two count forms would ask twice.
+GPU_COUNT_FORMS = frozenset({"gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"})
+
+
+def _is_gpu_gres_item(item: str) -> bool:
+    name = item.split(":", 1)[0].split("=", 1)[0]
+    return name in ("gpu", "gres/gpu")
+
+
+def _fold_user_gpu_forms(state: dict[str, str | None], gpu_type: str | None) -> list[str]:
+    """Drop the user's GPU count forms that the policy's typed request replaces; returns the user's
+    non-GPU ``--gres`` items to keep. Per-task and per-socket counts keep their meaning, typed."""
+    state.pop("gpus", None)
+    state.pop("gpus-per-node", None)
+    items = [i for i in (state.pop("gres", None) or "").split(",") if i]
+    for per in ("gpus-per-task", "gpus-per-socket"):
+        value = state.get(per)
+        if value and gpu_type and value.isdigit():
+            state[per] = f"{gpu_type}:{value}"
+    return [i for i in items if not _is_gpu_gres_item(i)]
+
+
 def effective_options(sub: Any, decision: Any, plan: Any) -> list[tuple[str, str | None]]:
     """The user's options, then the policy's changes, then the plan's additions (later wins)."""
     state: dict[str, str | None] = {}
@@ -114,13 +138,19 @@ def effective_options(sub: Any, decision: Any, plan: Any) -> list[tuple[str, str
 
     for name, value in sub.options:
         put(name, value)
+    other_gres: list[str] = []
     if decision is not None:
         if decision.partition:
             put("partition", decision.partition)
         if decision.qos:
             put("qos", decision.qos)
+        policy_gpu_forms = {_split_option(t)[0] for t in decision.added_options} & GPU_COUNT_FORMS
+        if policy_gpu_forms:
+            other_gres = _fold_user_gpu_forms(state, getattr(decision, "gpu_type", None))
         for text in decision.added_options:
             put(*_split_option(text))
+        if other_gres:  # the user's non-GPU gres items (shard, licences...) survive the policy's --gres
+            put("gres", ",".join(([state["gres"]] if state.get("gres") else []) + other_gres))
     for text in getattr(plan, "sbatch_options", ()) or ():
         put(*_split_option(text))
     if "job-name" not in state:  # sbatch names a job after its script; ours is called job.sh

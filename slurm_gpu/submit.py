@@ -347,23 +347,6 @@ def _json_record(prep: Prepared, script: Any, job_id: Any) -> dict[str, Any]:
             "script": script}
 
 
-def remember(argv: list[str], env: Mapping[str, str], prep: Prepared, rendered: Any, script: str,
-             options: list[str], as_json: bool, sbatch: str) -> None:
-    """Store this submission for :mod:`slurm_gpu.fastpath` to replay."""
-    from slurm_gpu import fastpath
-
-    if prep.submission.script_path in (None, "-") or prep.script_text is None:
-        return
-    topo_dirs = sorted({os.path.dirname(os.path.abspath(nt.topology)) for nt in prep.policy.node_types}
-                       if prep.policy is not None else ())
-    fastpath.remember(
-        argv, env, script_path=prep.submission.script_path, job_sh=script, rendered_text=rendered.text,
-        options=options, sbatch=sbatch, topology_dirs=topo_dirs,
-        policy_files=[policy_path(prep.submission.gpusub, env) or DEFAULT_POLICY_PATH, DEFAULT_POLICY_PATH],
-        json_text=_dumps(_json_record(prep, "@@SCRIPT@@", "@@JOB_ID@@")) if as_json else None,
-        warnings=list(prep.decision.warnings))
-
-
 def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str], backend: Any = None) -> int:
     """gpusub: returns the exit code; raises SlurmGpuError subclasses for the CLI to report."""
     backend = backend if backend is not None else make_backend(env)
@@ -425,8 +408,6 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str], bac
         return 0
 
     result = backend.submit(options, script, args)
-    if not opts.get("wait"):
-        remember(argv, env, prep, rendered, script, options, as_json, getattr(backend, "sbatch", "sbatch"))
     if as_json:
         out.write(_dumps(_json_record(prep, script, result.job_id)) + "\n")
     else:

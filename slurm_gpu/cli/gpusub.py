@@ -69,12 +69,6 @@ def run_argv(argv: list[str]) -> int:
     from slurm_gpu.errors import SlurmGpuError
 
     try:
-        if not os.environ.get("GPUSUB_NO_REPLAY"):
-            from slurm_gpu import fastpath
-
-            replayed = fastpath.try_submit(argv, os.environ, sys.stdout, sys.stderr)
-            if replayed is not None:
-                return replayed
         from slurm_gpu import submit
 
         return submit.run(argv, os.environ, sys.stdout, sys.stderr)

@@ -160,7 +160,10 @@ def defaults(st: _State, c: JobClass, part: Partition) -> None:
             mb = d.mem_per_gpu_mb
             st.add(f"--mem-per-gpu={mb // 1024}G" if mb % 1024 == 0 else f"--mem-per-gpu={mb}M")
         if isinstance(d.cpus_per_gpu, int) and r.cpus_per_task is None and r.cpus_per_gpu is None:
-            st.add(f"--cpus-per-gpu={d.cpus_per_gpu}")
+            # Not added as --cpus-per-gpu: the binding planner turns it into --cpus-per-task with
+            # --ntasks-per-socket, and slurmctld (22.05) finds no node for --cpus-per-gpu next to that.
+            st.reasons.append(f"CPUs per GPU: {d.cpus_per_gpu} (policy default, capped by the local cores; "
+                              "binding planner)")
         elif d.cpus_per_gpu == "topology":
             st.reasons.append("CPUs per GPU: from the node topology (binding planner)")
     for opt in c.options:

@@ -39,10 +39,8 @@ CASES = [
     pytest.param(["--gres=gpu:a100:1"], id="typed-a100"),
     pytest.param(["--gpus=h100:16", "--account=hpc-priority", "--time=1:00:00"], id="priority"),
     pytest.param(["--class=spot", "--gpus=a100:2"], id="spot"),
-    pytest.param(["--gpus=2", "--time=02:00:00"], id="untyped-production", marks=pytest.mark.xfail(
-        reason="renderer keeps the user's untyped --gpus=2 next to the policy's --gres=gpu:h100:2; sbatch: "
-               "'Invalid GRES specification (with and without type identification)' (render.py, SBATCH helper)",
-        strict=False)),
+    pytest.param(["--gpus=2", "--time=02:00:00"], id="untyped-production"),
+    pytest.param(["--gres=gpu:2", "--time=02:00:00"], id="untyped-gres"),
 ]
 
 
