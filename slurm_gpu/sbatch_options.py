@@ -258,9 +258,10 @@ def _choices(gopt: GpusubOption) -> str:
 def _set_gpusub(gpusub: dict[str, Any], gopt: GpusubOption, value: Any) -> None:
     if gopt.choices and value not in gopt.choices:
         raise OptionError(f"--{gopt.name}: bad value {value!r}{_choices(gopt)}")
-    if gopt.key == "model_params":
+    check = {"model_params": sv.parse_model_params, "gpu_fraction": sv.parse_gpu_fraction}.get(gopt.key)
+    if check is not None:
         try:
-            sv.parse_model_params(value)
+            check(value)
         except ValueError as exc:
             raise OptionError(f"--{gopt.name}: {exc}") from None
     gpusub[gopt.key] = value

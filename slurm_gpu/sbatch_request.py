@@ -57,6 +57,7 @@ def to_job_request(sub: Any, user: str | None = None, groups: Iterable[str] = ()
         return None if value is None else sv.parse_mem_mb(value)
 
     params = sub.gpusub.get("model_params")
+    fraction = sub.gpusub.get("gpu_fraction")
     return JobRequest(
         gpus=gpus,
         gpus_per_node=gpus_per_node,
@@ -64,6 +65,7 @@ def to_job_request(sub: Any, user: str | None = None, groups: Iterable[str] = ()
         gpus_per_socket=gpus_per_socket,
         ntasks_per_gpu=int(ntasks_per_gpu) if ntasks_per_gpu else None,
         gpu_type=gpu_type,
+        gpu_fraction=sv.parse_gpu_fraction(fraction) if fraction else None,
         mig_profile=mig.group(1) if mig else None,
         nodes=sv.parse_nodes_min(get("nodes")) if get("nodes") else None,
         ntasks=num("ntasks"),

@@ -287,6 +287,7 @@ GPUSUB_OPTIONS: tuple[GpusubOption, ...] = (
     GpusubOption("class", "class", True, help="job class from the policy"),
     GpusubOption("gpu-isolation", "gpu_isolation", True, ("strict", "shared")),
     GpusubOption("launch", "launch", True, ("srun", "batch")),
+    GpusubOption("gpu-fraction", "gpu_fraction", True, help="part of one GPU (MIG slice or MPS share), e.g. 0.25"),
     GpusubOption("model-params", "model_params", True, help="model size, e.g. 7B, 1.5e9"),
     GpusubOption("precision", "precision", True, ("bf16", "fp16", "fp32")),
     GpusubOption("optimizer", "optimizer", True, ("adam", "sgd", "none")),

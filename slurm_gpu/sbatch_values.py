@@ -26,6 +26,7 @@ COUNT_FORMS = "a whole number >= {0}"
 NODES_FORMS = "N, MIN-MAX or a list of sizes (e.g. 2, 2-4, 1,2,4)"
 NODELIST_FORMS = "a host list such as node[1-4],gpu7"
 PARAMS_FORMS = "a parameter count such as 7B, 70b, 350M, 1.5e9"
+FRACTION_FORMS = "a fraction of one GPU above 0 and below 1, such as 0.25, 1/7 or 30%"
 
 _TIME_RE = r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)$"
 
@@ -260,4 +261,22 @@ def parse_model_params(text: str) -> float:
     value = float(m.group(1)) * _PARAMS_FACTOR[(m.group(2) or "").lower()]
     if value <= 0:
         raise _bad(text, PARAMS_FORMS)
+    return value
+
+
+def parse_gpu_fraction(text: str) -> float:
+    """Part of one GPU: ``0.25``, ``1/7`` or ``30%`` -> a float strictly between 0 and 1."""
+    t = text.strip()
+    try:
+        if t.endswith("%"):
+            value = float(t[:-1]) / 100
+        elif "/" in t:
+            num, _, den = t.partition("/")
+            value = float(num) / float(den)
+        else:
+            value = float(t)
+    except (ValueError, ZeroDivisionError):
+        raise _bad(text, FRACTION_FORMS) from None
+    if not 0 < value < 1:
+        raise _bad(text, FRACTION_FORMS)
     return value

@@ -41,6 +41,8 @@ gpusub options:
                        strict: each task sees only its own GPU(s).
   --launch srun|batch  Launch the payload through srun with the binding (default for
                        multi-task jobs), or run it directly in the batch step.
+  --gpu-fraction F     Ask for part of one GPU (0.25, 1/7, 30%): a MIG slice or an MPS share,
+                       as the policy's isolation rules say.
   --model-params N --precision P --optimizer O
                        Check that the model fits the GPU memory (VRAM fit).
   -V, --version        Show the version and exit.
