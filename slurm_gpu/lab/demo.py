@@ -59,6 +59,25 @@ def parse_output(text: str) -> tuple[dict[str, str], dict[int, dict[str, str]]]:
     return facts, tasks
 
 
+def _locality(lab: Lab, facts: dict[str, str]) -> str:
+    """The locality rule for the demo job, from what it printed (node, global GPU ids, CPU_IDs)."""
+    from slurm_gpu.cpulist import format_cpulist, parse_cpulist
+    from slurm_gpu.locality import NodeAlloc, check_node, parse_gres_conf
+
+    try:
+        table = parse_gres_conf(Path(lab.paths.conf_dir, "gres.conf").read_text())
+        node = facts["node"]
+        alloc = NodeAlloc(node, frozenset(parse_cpulist(facts["CPU_IDs"])),
+                          frozenset(parse_cpulist(facts["SLURM_JOB_GPUS"])))
+    except (OSError, KeyError, ValueError) as exc:
+        return f"not checked ({exc})"
+    gpu_cores = table.get(node) or {}
+    local = sorted({c for g in alloc.gpu_idx for c in gpu_cores.get(g, ())})
+    problems = check_node(alloc, gpu_cores)
+    verdict = "OK" if not problems else "FAILS: " + "; ".join(problems)
+    return f"GPUs {format_cpulist(alloc.gpu_idx)} have local cores {format_cpulist(local)}: {verdict}"
+
+
 def run_demo(lab: Lab, script: str | None = None, timeout_s: float = 120, echo: Callable[[str], None] = print) -> bool:
     """Returns True when the job COMPLETED."""
     if os.geteuid() != 0:
@@ -96,6 +115,7 @@ def run_demo(lab: Lab, script: str | None = None, timeout_s: float = 120, echo: 
         ),
         ("CPU_IDs (scontrol show job -d)", facts.get("CPU_IDs") or "?"),
     ]
+    rows.append(("locality (vs gres.conf Cores=)", _locality(lab, facts)))
     for task, kv in sorted(tasks.items()):
         bind = " ".join(f"{k}={v}" for k, v in kv.items() if k.startswith("SLURM_CPU_BIND"))
         rows.append((f"task {task}: SLURM_CPU_BIND*", bind or "(not set)"))
