@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from slurm_gpu.policy.model import Qos
+
 DEFAULT_USER = "labuser"
 DEFAULT_ACCOUNT = "lab"
 DEFAULT_CLUSTER = "lab"
@@ -40,15 +42,8 @@ class LabPartition:
     allowed_qos: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class LabQos:
-    name: str
-    priority: int = 0
-    max_gpus_per_job: int | None = None
-    max_gpus_per_user: int | None = None
-    max_wall_min: int | None = None
-    preempt_mode: str | None = None  # "requeue" / "cancel" / None
-    preempts: tuple[str, ...] = ()
+# The lab's QOS are the policy's, unchanged (one model; the config generator reads the same fields).
+LabQos = Qos
 
 
 @dataclass(frozen=True)
@@ -128,18 +123,7 @@ def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") 
                 allowed_qos=tuple(p.allowed_qos),
             )
         )
-    qos = tuple(
-        LabQos(
-            name=q.name,
-            priority=q.priority,
-            max_gpus_per_job=q.max_gpus_per_job,
-            max_gpus_per_user=q.max_gpus_per_user,
-            max_wall_min=q.max_wall_min,
-            preempt_mode=q.preempt_mode,
-            preempts=tuple(q.preempts),
-        )
-        for q in policy.qos
-    )
+    qos = tuple(policy.qos)
     names = [q.name for q in qos]
     default_qos = "normal" if "normal" in names or not names else names[0]
     gpu_types = tuple(dict.fromkeys(nt.gpu_type for nt in policy.node_types if nt.gpu_type))
