@@ -26,6 +26,7 @@ from slurm_gpu.sbatch_table import (
     BY_NAME,
     BY_SHORT,
     ENV_ORDER,
+    EXCLUSIVE_CONFLICT_SINCE,
     GPUSUB_BY_NAME,
     GPUSUB_OPTIONS,
     MEMORY_GROUP,
@@ -336,6 +337,10 @@ def parse_submission(
         script_events = [e for e in script_events if not (e.name in BY_NAME and BY_NAME[e.name].early)]
 
     events = script_events + _env_events(env, version) + cli_events
+    if version is not None and version >= EXCLUSIVE_CONFLICT_SINCE:
+        given = {e.name for e in events if e.origin != "env" and e.name in ("exclusive", "oversubscribe")}
+        if len(given) == 2:
+            raise OptionError("--exclusive and --oversubscribe are mutually exclusive (Slurm >= 24.11); give only one")
     return _apply(events, gpusub, script_path, script_args, wrap)
 
 

@@ -176,6 +176,11 @@ SAME_FIELD: tuple[frozenset[str], ...] = (
     frozenset({"ntasks-per-gpu", "ntasks-per-tres"}),
 )
 
+# --exclusive and --oversubscribe: up to 22.05 one field (the last one wins, as in SAME_FIELD); 24.11's
+# sbatch refuses both given on the command line or in the script ("--exclusive and --oversubscribe
+# options are mutually exclusive"). Seen on 22.05.8 and 24.11.5; the releases between are not checked.
+EXCLUSIVE_CONFLICT_SINCE: Version = (24, 11)
+
 # --mem, --mem-per-cpu and --mem-per-gpu exclude each other (slurm_opt.c _validate_memory_options).
 MEMORY_GROUP: tuple[str, ...] = ("mem", "mem-per-cpu", "mem-per-gpu")
 

@@ -18,7 +18,8 @@ from slurm_gpu.errors import SlurmGpuError, SlurmUnreachable
 FINAL_STATES = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
 )
-GOOD_NODE_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
+# "planned" (Slurm >= 23.02): idle, but the backfill scheduler has planned a pending job on it
+GOOD_NODE_STATES = frozenset({"idle", "mixed", "allocated", "completing", "planned"})
 
 
 def client_env(slurm_conf: str, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -67,7 +67,8 @@ int main(int argc, char **argv) {
     execvp(argv[i], argv + i); return 127;
 }
 """
-PAYLOAD_SH = '#!/bin/bash\nprintf "%s\\0" "$@" > "$OUT"; printf "%s" "$HOSTILE" > "$OUT.env"\n'
+# (a loop: printf with a NUL format and no arguments at all would still write one NUL)
+PAYLOAD_SH = '#!/bin/bash\nfor a in "$@"; do printf "%s\\0" "$a"; done > "$OUT"; printf "%s" "$HOSTILE" > "$OUT.env"\n'
 SRUN_SH = '#!/bin/bash\nwhile [ $# -gt 0 ] && [[ $1 == --* ]]; do shift; done\nexec "$@"\n'
 
 

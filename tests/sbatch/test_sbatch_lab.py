@@ -57,6 +57,7 @@ def submit(lab, argv, cwd, env) -> tuple[int | None, str]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_same_job_as_sbatch(lab, case):
+    _skip_if_other_release(lab, case)
     work = lab.workdir("sbatch-compat")
     jobs = []
     try:
@@ -99,6 +100,7 @@ def test_rendered_script_gives_the_same_job(lab, case):
 
     if case.needs_job:
         pytest.skip("dependency cases are covered by test_same_job_as_sbatch")
+    _skip_if_other_release(lab, case)
     work = lab.workdir("render-compat")
     jobs = []
     try:
@@ -184,6 +186,7 @@ def test_payload_gets_the_exact_argv_in_a_real_job(lab, launch):
 
 REFUSED = {
     "escaped-space-22.05": ("#SBATCH --job-name=a\\ b\n", []),  # 22.05-23.11: 'b' is a stray word
+    "exclusive-and-oversubscribe-24.11": ("#SBATCH --exclusive\n", ["--oversubscribe"]),
     "unmatched-quote": ('#SBATCH --job-name="abc\n', []),
     "stray-word": ("#SBATCH nonsense\n", []),
     "bad-time": ("#SBATCH --time=soon\n", []),
@@ -195,11 +198,27 @@ REFUSED = {
 }
 
 
+# (since, before): the releases whose sbatch refuses the case; the others accept it
+REFUSED_IN = {
+    "escaped-space-22.05": ((0, 0), (24, 5)),  # from 24.05 "\\ " keeps the space inside the argument
+    "exclusive-and-oversubscribe-24.11": ((24, 11), None),  # before: one field, the last one wins
+}
+
+
+def _skip_if_other_release(lab, case) -> None:
+    if case.before and tuple(lab.version[:2]) >= case.before:
+        pytest.skip(f"sbatch before {case.before[0]}.{case.before[1]:02d} only: this lab runs "
+                    f"{lab.version[0]}.{lab.version[1]:02d}, whose sbatch refuses case {case.id}")
+
+
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_refused_by_both(lab, name):
     """What sbatch refuses, the parser refuses too (with our own one-line message)."""
     from slurm_gpu.sbatch_options import OptionError
 
+    since, before = REFUSED_IN.get(name, ((0, 0), None))
+    version = tuple(lab.version[:2])
+    refused = since <= version and not (before and version >= before)
     header, argv = REFUSED[name]
     work = lab.workdir("refused")
     script = "#!/bin/bash\n" + header + "srun hostname\n"
@@ -208,6 +227,10 @@ def test_refused_by_both(lab, name):
     job_id, err = submit(lab, [*argv, "job.sh"], work, {})
     if job_id:
         lab.cancel(job_id)
+    if not refused:  # a release whose sbatch takes the case: so must the parser
+        assert job_id is not None, f"sbatch refused case {name}: {err}"
+        parse_submission([*argv, "job.sh"], {}, script, version=version)
+        return
     assert job_id is None, f"sbatch accepted case {name}"
     with pytest.raises(OptionError):
         parse_submission([*argv, "job.sh"], {}, script, version=tuple(lab.version[:2]))

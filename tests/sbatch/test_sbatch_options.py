@@ -289,6 +289,18 @@ def test_same_field_options():
     assert s.has("no-requeue") and not s.has("requeue")
 
 
+def test_exclusive_and_oversubscribe_conflict_from_24_11():
+    """sbatch 24.11.5 refuses both (cli or script); 22.05.8 lets the last one win (checked on both)."""
+    header = "#!/bin/sh\n#SBATCH --exclusive\n"
+    assert P(["--oversubscribe", "x"], script=header, version=(22, 5)).has("oversubscribe")
+    for argv, script in ((["--oversubscribe", "x"], header), (["--exclusive", "-s", "x"], None)):
+        with pytest.raises(OptionError, match="--exclusive and --oversubscribe are mutually exclusive"):
+            P(argv, script=script, version=(24, 11))
+    # SBATCH_EXCLUSIVE in the environment is overridden, not refused (24.11.5: OverSubscribe=YES)
+    s = P(["--oversubscribe", "x"], {"SBATCH_EXCLUSIVE": ""}, version=(24, 11))
+    assert s.has("oversubscribe") and not s.has("exclusive")
+
+
 def test_memory_options():
     s = P(["x"], {"SBATCH_MEM_PER_CPU": "1G"}, "#!/bin/sh\n#SBATCH --mem=4G\n")
     assert dict(s.options) == {"mem": "4G"}  # set in the script beats the environment here

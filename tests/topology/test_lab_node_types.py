@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -85,6 +87,16 @@ PartitionName=all Nodes=ALL Default=YES
 """
 
 
+def _fake_gpu(path: str, minor: int) -> None:
+    """mknod c 195 N (root); without CAP_MKNOD a symlink to a distinct character device that every
+    machine has (a container or chroot /dev has no /dev/ttyN)."""
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o600, os.makedev(195, minor))
+    except PermissionError:
+        os.symlink(("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
+                    "/dev/pts/ptmx")[minor], path)
+
+
 @pytest.mark.skipif(shutil.which("slurmd") is None, reason="needs the slurmd binary (Debian package slurmd)")
 @pytest.mark.parametrize("links", [False, True], ids=["grouped", "links"])
 def test_real_slurmd_accepts_generated_gres_conf(h100, a100, tmp_path, links):
@@ -92,8 +104,8 @@ def test_real_slurmd_accepts_generated_gres_conf(h100, a100, tmp_path, links):
     dev = tmp_path / "dev"
     dev.mkdir()
     (tmp_path / "spool").mkdir()
-    for i in range(8):  # slurmd stat()s File=: symlinks to distinct char devices (as the lab does)
-        (dev / f"nvidia{i}").symlink_to("/dev/null" if i == 0 else f"/dev/tty{i}")
+    for i in range(8):  # slurmd stat()s File=: character devices, as the lab makes them
+        _fake_gpu(str(dev / f"nvidia{i}"), i)
     nodes = [
         node_conf_line(h100, "h100n[1-2]", "h100", NodeHostname="localhost", Port=17901),
         node_conf_line(a100, "a100n1", "a100", NodeHostname="localhost", Port=17903),
