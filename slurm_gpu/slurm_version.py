@@ -51,6 +51,7 @@ class SlurmSpelling:
     job_state_is_list: bool  # squeue/scontrol JSON job_state: "RUNNING" (<= 23.02) or ["RUNNING"]
     json_numbers_wrapped: bool  # JSON numbers as {"set","infinite","number"} (>= 23.02 data_parser)
     sinfo_json_key: str  # "nodes" (openapi v0.0.38/39) or "sinfo" (data_parser >= v0.0.40)
+    detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
     @property
     def label(self) -> str:

@@ -91,7 +91,9 @@ def detect_spelling(env: Mapping[str, str], backend: Any):
     try:
         return spelling_for(backend.version())
     except SubmitError:
-        return spelling_for(DEFAULT_VERSION)
+        from dataclasses import replace
+
+        return replace(spelling_for(DEFAULT_VERSION), detected=False)
 
 
 def _user_and_groups(env: Mapping[str, str]) -> tuple[str | None, tuple[str, ...]]:
@@ -118,14 +120,17 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: Any) -> Prepared:
     """Parse and decide; no files written, nothing submitted."""
     from slurm_gpu.sbatch_options import parse_submission, to_job_request
 
-    first = parse_submission(argv, env, None)
+    spelling = detect_spelling(env, backend)
+    # parse as the detected sbatch does (its options, its conflicts); None when it could not be asked
+    version = spelling.version[:2] if getattr(spelling, "detected", True) else None
+    first = parse_submission(argv, env, None, version=version)
     for name in ("help", "usage", "version"):  # sbatch's early options, anywhere before the script
         if first.has(name):
             raise InfoRequested(name)
     script_text = None
     if first.script_path is not None:
         script_text = read_script(first.script_path)
-        sub = parse_submission(argv, env, script_text)
+        sub = parse_submission(argv, env, script_text, version=version)
     else:
         sub = first
         if sub.wrap is None and not _wants_only_info(sub):
@@ -143,8 +148,6 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: Any) -> Prepared:
         loader = getattr(policy_mod, "load_policy_cached", None) or policy_mod.load_policy
         policy = loader(path)
         decision = policy_mod.classify(request, policy)
-    spelling = detect_spelling(env, backend)
-
     plan = None
     if decision.accepted and decision.gpus > 0 and policy is not None:
         given = frozenset(n for n, _ in sub.options) | frozenset(
