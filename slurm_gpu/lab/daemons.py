@@ -19,6 +19,28 @@ from slurm_gpu.lab import clients, procs
 from slurm_gpu.lab.config import LabPaths, LabRuntime, db_bootstrap_sql
 
 
+def _distinct_char_devices(count: int) -> list[str]:
+    """Up to ``count`` existing character devices with distinct device numbers: slurmd only stat()s a
+    GPU's File=, and needs each to be a distinct character device. ttys first (a full /dev), then the
+    devices every container or chroot has."""
+    names = [f"/dev/tty{i}" for i in range(64)]
+    names += ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
+              "/dev/console", "/dev/kmsg", "/dev/mem", "/dev/port"]
+    seen: set[int] = set()
+    out: list[str] = []
+    for name in names:
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        if stat.S_ISCHR(st.st_mode) and st.st_rdev not in seen:
+            seen.add(st.st_rdev)
+            out.append(name)
+            if len(out) == count:
+                break
+    return out
+
+
 @dataclass
 class LabDaemons:
     """A lab directory and the daemons that run from it."""
@@ -79,12 +101,16 @@ class LabDaemons:
             return "/dev"
         d = self.paths.fake_dev_dir
         os.makedirs(d, exist_ok=True)
-        for i in range(count):
+        targets = _distinct_char_devices(count)
+        if len(targets) < count:
+            raise SlurmGpuError(f"cannot emulate {count} GPUs: mknod is not permitted and only {len(targets)} "
+                                "distinct character devices exist to link to")
+        for i, target in enumerate(targets):
             link = os.path.join(d, f"nvidia{i}")
             if os.path.lexists(link):
                 os.unlink(link)
-            os.symlink(f"/dev/tty{i}", link)
-        self.say(f"mknod not permitted: using symlinks {d}/nvidiaN -> /dev/ttyN")
+            os.symlink(target, link)
+        self.say(f"mknod not permitted: using symlinks {d}/nvidiaN -> {', '.join(targets)}")
         return d
 
     def _remove_fake_gpus(self) -> None:

@@ -78,3 +78,18 @@ def test_descendants_lists_the_whole_tree():
             os.kill(c, 9)
         p.kill()
         p.wait()
+
+
+def test_fake_gpu_fallback_targets_are_distinct_character_devices():
+    """Without CAP_MKNOD the lab links /dev/nvidiaN to existing character devices; slurmd rejects
+    anything else, and two GPUs on one device number would be one device."""
+    import os
+    import stat
+
+    from slurm_gpu.lab.daemons import _distinct_char_devices
+
+    targets = _distinct_char_devices(4)
+    assert len(targets) == 4
+    rdevs = [os.stat(t).st_rdev for t in targets]
+    assert all(stat.S_ISCHR(os.stat(t).st_mode) for t in targets)
+    assert len(set(rdevs)) == 4
