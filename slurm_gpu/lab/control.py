@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import re
 import shutil
 import socket
@@ -120,7 +121,11 @@ class Lab(LabDaemons):
         """One `up`/`down` at a time per lab dir (the lock file sits beside the dir, which `down` deletes)."""
         lock_path = self.paths.lab_dir.rstrip("/") + ".lock"
         os.makedirs(os.path.dirname(lock_path) or ".", exist_ok=True)
-        with open(lock_path, "a") as f:
+        try:  # never follow a symlink planted at that name (the lab dir usually sits in /tmp)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as e:
+            raise SlurmGpuError(f"cannot open the lab lock {lock_path}: {e.strerror} (a symlink?)") from e
+        with os.fdopen(fd, "r+") as f:
             deadline = time.monotonic() + timeout_s
             while True:
                 try:
@@ -137,10 +142,27 @@ class Lab(LabDaemons):
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
 
+    def _check_lab_dir(self) -> None:
+        """The lab dir usually sits in /tmp, where anyone can create a name first. Root writes the
+        daemons' config there and deletes it on `down`: refuse a symlink, or a directory that root does
+        not own or others may write, rather than follow it."""
+        try:
+            st = os.lstat(self.paths.lab_dir)
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            raise SlurmGpuError(f"{self.paths.lab_dir} is not a plain directory (a symlink?): refusing to use it; "
+                                "remove it or set SLURM_GPU_LAB_DIR")
+        if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            raise SlurmGpuError(f"{self.paths.lab_dir} is owned by uid {st.st_uid} or writable by others "
+                                f"(mode {stat.S_IMODE(st.st_mode):o}): refusing to use it; remove it or set "
+                                "SLURM_GPU_LAB_DIR")
+
     def up(self, *args, **kwargs) -> float:
         """Bring the lab up (or keep a healthy one with the same config); returns seconds to ready."""
         if os.geteuid() != 0:
             raise SlurmGpuError("slurm-gpu lab up must run as root (it starts daemons and creates /dev/nvidia*)")
+        self._check_lab_dir()
         with self._locked():
             return self._up(*args, **kwargs)
 
@@ -150,6 +172,7 @@ class Lab(LabDaemons):
             return
         if os.geteuid() != 0:
             raise SlurmGpuError("slurm-gpu lab down must run as root (it stops the lab's daemons)")
+        self._check_lab_dir()
         with self._locked():
             self._down(quiet)
 

@@ -93,3 +93,30 @@ def test_fake_gpu_fallback_targets_are_distinct_character_devices():
     rdevs = [os.stat(t).st_rdev for t in targets]
     assert all(stat.S_ISCHR(os.stat(t).st_mode) for t in targets)
     assert len(set(rdevs)) == 4
+
+
+def test_lab_refuses_a_planted_lab_dir(tmp_path):
+    """Root writes daemon config into the lab dir: a symlink, or a dir others own or can write, is refused."""
+    import os
+
+    import pytest
+
+    from slurm_gpu.errors import SlurmGpuError
+    from slurm_gpu.lab.config import LabPaths
+    from slurm_gpu.lab.control import Lab
+
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / "lab"
+    link.symlink_to(target)
+    with pytest.raises(SlurmGpuError, match="not a plain directory"):
+        Lab(LabPaths(str(link)))._check_lab_dir()
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    os.chmod(open_dir, 0o777)
+    with pytest.raises(SlurmGpuError, match="writable by others"):
+        Lab(LabPaths(str(open_dir)))._check_lab_dir()
+    fine = tmp_path / "fine"
+    fine.mkdir(mode=0o755)
+    os.chmod(fine, 0o755)
+    Lab(LabPaths(str(fine)))._check_lab_dir()  # no error
