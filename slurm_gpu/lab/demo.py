@@ -59,6 +59,19 @@ def parse_output(text: str) -> tuple[dict[str, str], dict[int, dict[str, str]]]:
     return facts, tasks
 
 
+def _write_as_root_into(path: str, data: bytes) -> None:
+    """Write a file into the lab user's directory without following anything the user planted there:
+    the old entry is unlinked (never followed), and the new one created exclusively."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o755)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        os.fchmod(fh.fileno(), 0o755)  # on the open file: the name could be swapped by now
+
+
 def _locality(lab: Lab, facts: dict[str, str]) -> str:
     """The locality rule for the demo job, from what it printed (node, global GPU ids, CPU_IDs)."""
     from slurm_gpu.cpulist import format_cpulist, parse_cpulist
@@ -91,8 +104,7 @@ def run_demo(lab: Lab, script: str | None = None, timeout_s: float = 120, echo: 
     os.makedirs(workdir, exist_ok=True)
     shutil.chown(workdir, lab.user)
     dst = os.path.join(workdir, src.name)
-    shutil.copyfile(src, dst)
-    os.chmod(dst, 0o755)
+    _write_as_root_into(dst, src.read_bytes())
     job_id, how = _submit(lab, dst, workdir, echo)
     echo(f"submitted job {job_id} with {how}; waiting (up to {timeout_s:g} s)")
     fields, allocs = clients.show_job(lab.slurm_conf, job_id)

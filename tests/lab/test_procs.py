@@ -120,3 +120,17 @@ def test_lab_refuses_a_planted_lab_dir(tmp_path):
     fine.mkdir(mode=0o755)
     os.chmod(fine, 0o755)
     Lab(LabPaths(str(fine)))._check_lab_dir()  # no error
+
+
+def test_demo_never_writes_through_a_planted_symlink(tmp_path):
+    """The demo copies the job script, as root, into the lab user's directory."""
+    from slurm_gpu.lab.demo import _write_as_root_into
+
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    planted = tmp_path / "hello-gpu.sh"
+    planted.symlink_to(victim)
+    _write_as_root_into(str(planted), b"#!/bin/bash\necho hi\n")
+    assert victim.read_text() == "precious\n"
+    assert not planted.is_symlink() and planted.read_bytes() == b"#!/bin/bash\necho hi\n"
+    assert planted.stat().st_mode & 0o777 == 0o755
