@@ -3,8 +3,9 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# Debian's own python3: the lab user must be able to run gpusub from this venv (a /root/... interpreter
-# such as pyenv's is not readable by other users).
+# Debian's own python3: the lab user runs gpusub with this venv's interpreter (a /root/... interpreter
+# such as pyenv's is not readable by other users). A private checkout (a clone in /root, mode 700) is
+# fine: the lab then runs a world-readable copy of it from $LAB_DIR/runtime (docs/lab.md).
 SYSPY ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v python3)
 STAMP := $(VENV)/.slurm-gpu-installed
 PYTEST_ARGS ?=
@@ -13,7 +14,7 @@ PYTEST_ARGS ?=
 all: test
 
 $(STAMP): setup.cfg pyproject.toml
-	@if [ -x "$(PY)" ] && [ "$$(id -u)" = 0 ] && ! runuser -u nobody -- "$(PY)" -c '' 2>/dev/null; then \
+	@if [ -x "$(PY)" ] && [ "$$(id -u)" = 0 ] && ! runuser -u nobody -- "$$(readlink -f $(PY))" -c '' 2>/dev/null; then \
 	  echo "make: $(VENV) uses $$(readlink -f $(PY)), which the lab user cannot run; recreating it with $(SYSPY)"; \
 	  rm -rf "$(VENV)"; fi
 	@if ! "$(SYSPY)" -c 'import venv, ensurepip' 2>/dev/null; then \

@@ -24,7 +24,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from slurm_gpu.adapters.slurm import run_slurm  # noqa: E402
 from slurm_gpu.locality import check_job, parse_gres_conf  # noqa: E402
+from slurm_gpu.slurm.records import parse_parsable  # noqa: E402
 
 GPU_SHAPES = [("h100", 1), ("h100", 2), ("h100", 4), ("h100", 8), ("a100", 1), ("a100", 2), ("a100", 3), ("a100", 4)]
 
@@ -57,10 +59,15 @@ def stream(n_jobs: int, seed: int) -> list[dict]:
 
 
 def run(argv: list[str], env: dict[str, str], cwd: str, timeout_s: float = 30, check: bool = True) -> str:
-    r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout_s)
-    if r.returncode != 0 and check:
-        raise RuntimeError(f"{' '.join(argv[:3])}...: {r.stderr.strip().splitlines()[-1:]}")
-    return r.stdout
+    """Every Slurm call (and gpusub's) through the project's one runner, under a timeout."""
+    return run_slurm(argv, env=env, cwd=cwd, timeout_s=timeout_s, check=check).stdout
+
+
+def sbatch(argv: list[str], env: dict[str, str], cwd: str) -> int:
+    result = parse_parsable(run(["sbatch", "--parsable", *argv], env, cwd))
+    if result is None:
+        raise RuntimeError(f"sbatch printed no job id for {argv}")
+    return result.job_id
 
 
 def submit(job: dict, way: str, env: dict[str, str], work: str) -> int:
@@ -71,11 +78,10 @@ def submit(job: dict, way: str, env: dict[str, str], work: str) -> int:
         os.chmod(script, 0o755)
     common = ["-p", "batch", "-t", "2", "--mem=8G"]
     if job["kind"] == "cpu":
-        return int(run(["sbatch", "--parsable", *common, "-n1", f"-c{job['cpus']}", script], env, work).split(";")[0])
+        return sbatch([*common, "-n1", f"-c{job['cpus']}", script], env, work)
     gres = f"--gres=gpu:{job['type']}:{job['gpus']}"
     if way == "plain":
-        return int(run(["sbatch", "--parsable", *common, gres, f"--ntasks={job['gpus']}", script], env, work)
-                   .split(";")[0])
+        return sbatch([*common, gres, f"--ntasks={job['gpus']}", script], env, work)
     gpusub = os.path.join(os.path.dirname(sys.executable), "gpusub")
     out = run([gpusub, "--json", "--launch", "batch", *common, gres, script], env, work)
     return int(json.loads(out)["job_id"])

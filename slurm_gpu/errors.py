@@ -5,7 +5,25 @@ from __future__ import annotations
 
 
 class SlurmGpuError(Exception):
-    """Base class: a problem we can explain to the user in one line."""
+    """Base class: a problem we can explain to the user in one line. ``exit_code`` is the documented
+    exit status of the command that meets it (README "Exit codes"): 1 unless a subclass says 2."""
+
+    exit_code = 1
+
+
+class UsageError(SlurmGpuError):
+    """A bad option, value or input file (exit code 2); the message names the accepted forms."""
+
+    exit_code = 2
+
+
+class Rejected(SlurmGpuError):
+    """The site policy refused the job (exit code 1)."""
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit status for an error that reached the command line: by type, never by name."""
+    return exc.exit_code if isinstance(exc, SlurmGpuError) else 1
 
 
 class PolicyError(SlurmGpuError):

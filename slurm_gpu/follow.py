@@ -7,12 +7,14 @@ On a terminal the line is rewritten in place; otherwise a line is printed each t
 from __future__ import annotations
 
 import time
-from typing import IO, Any, Callable
+from typing import IO, Callable
 
 from slurm_gpu.errors import SubmitError
+from slurm_gpu.ports import JobWatch
+from slurm_gpu.slurm.records import JobState
 
 
-def state_line(job: Any) -> str:
+def state_line(job: JobState) -> str:
     """``job 42: PENDING (Resources)``, ``job 42: RUNNING on h100n1 since 2026-... (00:01:07)``."""
     text = f"job {job.job_id}: {job.state}"
     if job.state == "PENDING":
@@ -31,7 +33,7 @@ def state_line(job: Any) -> str:
     return text
 
 
-def job_exit_code(job: Any) -> int:
+def job_exit_code(job: JobState) -> int:
     """The job's own exit code; 128+signal if killed by one; 1 if it ended badly without a code."""
     if job.exit_signal:
         return 128 + job.exit_signal
@@ -40,26 +42,33 @@ def job_exit_code(job: Any) -> int:
     return 0 if job.state == "COMPLETED" else 1
 
 
-def follow_job(backend: Any, job_id: int, out: IO[str], interval_s: float = 1.0,
+def follow_job(backend: JobWatch, job_id: int, out: IO[str], interval_s: float = 1.0,
                sleep: Callable[[float], None] = time.sleep, max_misses: int = 5) -> int:
-    """Poll ``backend.job_state`` until the job ends; returns its exit code."""
+    """Poll ``backend.job_state`` until the job ends; returns its exit code.
+
+    A miss is one poll that gave no state: Slurm did not answer (SubmitError) or no longer knows the
+    job (None). Each miss counts once; after more than ``max_misses`` misses in a row the last real
+    error is raised (the message Slurm gave, not a generic one)."""
     tty = bool(getattr(out, "isatty", lambda: False)())
     last: tuple = ()
     misses = 0
+    last_error: SubmitError | None = None
     while True:
         try:
             job = backend.job_state(job_id)
-        except SubmitError:
-            job, misses = None, misses + 1
-            if misses > max_misses:
-                raise
+        except SubmitError as exc:
+            job, last_error = None, exc
         if job is None:
             misses += 1
             if misses > max_misses:
-                raise SubmitError(f"job {job_id}: Slurm no longer knows it (MinJobAge passed?); check sacct -j {job_id}")
+                if last_error is not None:
+                    raise type(last_error)(f"job {job_id}: no state after {misses} tries; last error: "
+                                           f"{last_error}") from last_error
+                raise SubmitError(f"job {job_id}: Slurm no longer knows it (MinJobAge passed?); "
+                                  f"check sacct -j {job_id}")
             sleep(interval_s)
             continue
-        misses = 0
+        misses, last_error = 0, None
         line = state_line(job)
         key = (job.state, job.reason, job.node_list, job.start_time)
         if tty:

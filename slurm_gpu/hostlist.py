@@ -1,81 +1,89 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Slurm hostlists: ``node[1-3,5],gpu07`` <-> a list of names."""
+"""Slurm hostlists (``node[1-3,5],gpu07``, ``rack[1-2]-n[01-03]``) <-> lists of names.
+
+A thin adapter over the python-hostlist library (module ``hostlist``): the grammar is the library's,
+this module adds bounds and one-line errors. A hostlist longer than :data:`MAX_TEXT` characters or
+naming more than :data:`MAX_NAMES` hosts is refused before anything is expanded.
+"""
 
 from __future__ import annotations
 
 import re
 
-_BRACKET = re.compile(r"^([^\[\],]*)\[([^\]]+)\]([^\[\],]*)$")
+MAX_TEXT = 64 * 1024
+MAX_NAMES = 1_000_000
+_GROUP = re.compile(r"\[([^\[\]]*)\]")
+
+
+class HostlistError(ValueError):
+    """A hostlist that cannot be expanded; the message is one line."""
 
 
 def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
         if ch == "," and depth == 0:
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    parts.append("".join(cur))
-    return [p.strip() for p in parts if p.strip()]
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _size(text: str) -> int:
+    """An upper bound of the names ``text`` expands to (0 where the library will refuse it anyway)."""
+    total = 0
+    for part in _split_top(text):
+        n = 1
+        for group in _GROUP.findall(part):
+            count = 0
+            for rng in group.split(","):
+                lo, sep, hi = rng.strip().partition("-")
+                if lo.isdigit() and hi.isdigit() and len(lo) < 19 and len(hi) < 19:
+                    count += max(0, int(hi) - int(lo)) + 1
+                else:
+                    count += 1
+            n *= count
+            if n > MAX_NAMES:
+                return n
+        total += n
+        if total > MAX_NAMES:
+            return total
+    return total
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:60]) + "..."
 
 
 def expand_hostlist(text: str) -> list[str]:
-    """``"node[1-2],a100n1"`` -> ``["node1", "node2", "a100n1"]``. Zero padding is kept (``n[01-02]``)."""
-    names: list[str] = []
-    for part in _split_top(text):
-        m = _BRACKET.match(part)
-        if not m:
-            if "[" in part or "]" in part:
-                raise ValueError(f"bad hostlist item {part!r}; expected name or prefix[1-3,5]")
-            names.append(part)
-            continue
-        prefix, ranges, suffix = m.groups()
-        for r in ranges.split(","):
-            lo, sep, hi = r.strip().partition("-")
-            if not lo.isdigit() or (sep and not hi.isdigit()):
-                raise ValueError(f"bad range {r!r} in hostlist {text!r}")
-            width = len(lo) if lo.startswith("0") else 0
-            for n in range(int(lo), int(hi if sep else lo) + 1):
-                names.append(f"{prefix}{n:0{width}d}{suffix}")
+    """``"node[1-2],a100n1"`` -> ``["node1", "node2", "a100n1"]``; zero padding kept. Raises HostlistError."""
+    if not isinstance(text, str):
+        raise HostlistError(f"bad hostlist {text!r}: not text")
+    if len(text) > MAX_TEXT:
+        raise HostlistError(f"bad hostlist {_shown(text)}: longer than {MAX_TEXT} characters")
+    if _size(text) > MAX_NAMES:
+        raise HostlistError(f"bad hostlist {_shown(text)}: names more than {MAX_NAMES} hosts")
+    import hostlist  # the library; imported only when a hostlist is expanded
+
+    # Slurm separates hosts by commas and blanks; the library by commas only
+    joined = ",".join(p for p in _split_top(re.sub(r"\s+", ",", text.strip())) if p)
+    try:
+        names = hostlist.expand_hostlist(joined, allow_duplicates=True)  # Slurm keeps repeats
+    except hostlist.BadHostlist as exc:
+        raise HostlistError(f"bad hostlist {_shown(text)}: {exc}") from None
+    if any(not n.strip() or n != n.strip() for n in names):
+        raise HostlistError(f"bad hostlist {_shown(text)}: empty or blank host name")
     return names
 
 
 def compress_hostlist(names: list[str]) -> str:
-    """``["node1", "node2", "x"]`` -> ``"node[1-2],x"`` (order of first appearance per prefix)."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    order: list[tuple[str, int] | str] = []
-    for name in names:
-        m = re.match(r"^(.*?)(\d+)$", name)
-        if not m:
-            order.append(name)
-            continue
-        key = (m.group(1), len(m.group(2)) if m.group(2).startswith("0") else 0)
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(int(m.group(2)))
-    out: list[str] = []
-    for key in order:
-        if isinstance(key, str):
-            out.append(key)
-            continue
-        prefix, width = key
-        nums = sorted(set(groups[key]))
-        if len(nums) == 1:
-            out.append(f"{prefix}{nums[0]:0{width}d}")
-            continue
-        spans, i = [], 0
-        while i < len(nums):
-            j = i
-            while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-                j += 1
-            a, b = f"{nums[i]:0{width}d}", f"{nums[j]:0{width}d}"
-            spans.append(a if i == j else f"{a}-{b}")
-            i = j + 1
-        out.append(f"{prefix}[{','.join(spans)}]")
-    return ",".join(out)
+    """``["node1", "node2", "x"]`` -> ``"node[1-2],x"`` (sorted, duplicates dropped). Raises HostlistError."""
+    import hostlist
+
+    if len(names) > MAX_NAMES:
+        raise HostlistError(f"bad host names: more than {MAX_NAMES}")
+    try:
+        return hostlist.collect_hostlist(list(names))
+    except hostlist.BadHostlist as exc:
+        raise HostlistError(f"bad host names: {exc}") from None

@@ -12,10 +12,9 @@ against that node's gres.conf ``Cores=``:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from slurm_gpu.cpulist import parse_cpulist
 from slurm_gpu.hostlist import expand_hostlist
+from slurm_gpu.slurm.records import NodeAlloc, node_allocs
 
 
 def _cpuset(text: str) -> frozenset[int]:
@@ -43,30 +42,8 @@ def parse_gres_conf(text: str) -> dict[str, dict[int, frozenset[int]]]:
     return out
 
 
-@dataclass(frozen=True)
-class NodeAlloc:
-    node: str
-    cpu_ids: frozenset[int]
-    gpu_idx: frozenset[int]
-
-
-def parse_job_detail(text: str) -> list[NodeAlloc]:
-    """The per-node lines of ``scontrol show job -d`` (one or several nodes per line)."""
-    allocs = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line.startswith("Nodes=") or "CPU_IDs=" not in line:
-            continue
-        fields = dict(word.split("=", 1) for word in line.split() if "=" in word)
-        cpus = _cpuset(fields.get("CPU_IDs", ""))
-        gres = fields.get("GRES", "")
-        idx: set[int] = set()
-        for part in gres.split("),"):
-            if "(IDX:" in part and part.startswith("gpu"):
-                idx |= set(parse_cpulist(part.split("(IDX:", 1)[1].rstrip(")")))
-        for node in expand_hostlist(fields["Nodes"]):
-            allocs.append(NodeAlloc(node, cpus, frozenset(idx)))
-    return allocs
+# the per-node lines of ``scontrol show job -d``; parsed in slurm_gpu.slurm.records, named here for callers
+parse_job_detail = node_allocs
 
 
 def check_node(alloc: NodeAlloc, gpu_cores: dict[int, frozenset[int]], cpus_per_gpu: int | None = None) -> list[str]:

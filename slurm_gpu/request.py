@@ -55,6 +55,20 @@ class JobRequest:
     model_params: float | None = None  # parameter count, e.g. 7e9
     precision: str | None = None
     optimizer: str | None = None
+    # Every GPU type and count, per form, as sbatch took them (added for several types in one request):
+    # ((type or None, count), ...). ``gpu_type`` above is the first type named; with several types the
+    # classifier must look at all of ``gpu_types``. Types keep the user's case (Slurm's names are
+    # case-sensitive; a policy can suggest the right case). MIG slices are GPU types ("1g.10gb",
+    # "a100_1g.10gb") counted as GPUs, as Slurm counts them.
+    gpu_types: tuple[str, ...] = ()  # every type named in any GPU option, in order, without repeats
+    gpus_by_type: tuple[tuple[str | None, int], ...] = ()  # --gpus
+    gpus_per_node_by_type: tuple[tuple[str | None, int], ...] = ()  # --gpus-per-node with --gres=gpu
+    gpus_per_task_by_type: tuple[tuple[str | None, int], ...] = ()  # --gpus-per-task / --tres-per-task
+    gpus_per_socket_by_type: tuple[tuple[str | None, int], ...] = ()  # --gpus-per-socket
+    mps: int | None = None  # --gres=mps:N per node: MPS shares (not GPUs)
+    shards: int | None = None  # --gres=shard:N per node: GPU shards (not GPUs)
+    partitions: tuple[str, ...] = ()  # -p a,b: every partition, in order (``partition`` is the first)
+    time_unlimited: bool = False  # -t UNLIMITED / INFINITE / 0 / -1: no limit (time_limit_min is None)
 
     @property
     def total_gpus(self) -> int:
@@ -64,6 +78,10 @@ class JobRequest:
         ``--gpus-per-node`` and ``--gpus-per-socket`` multiply by the node count;
         ``--ntasks-per-gpu`` alone gives ``ceil(ntasks / ntasks_per_gpu)``.
         """
+        by_type = (self.gpus_by_type, self.gpus_per_node_by_type, self.gpus_per_task_by_type,
+                   self.gpus_per_socket_by_type)
+        if any(by_type):
+            return sum(self.total_gpus_of_type(t) for t in {t for form in by_type for t, _ in form})
         nodes = self.nodes or 1
         if self.gpus is not None:
             return self.gpus
@@ -77,6 +95,26 @@ class JobRequest:
         if self.ntasks_per_gpu and self.ntasks:  # 0 would be a usage error upstream; never divide by it
             return -(-self.ntasks // self.ntasks_per_gpu)
         return 0
+
+    def total_gpus_of_type(self, gtype: str | None) -> int:
+        """GPUs of one type: slurmctld keeps every form and gives the largest total (measured on
+        22.05.8: ``--gpus=8 --gpus-per-node=4`` is 8 GPUs on 2 nodes; ``--gres=gpu:h100:2 --gpus=a100:1``
+        is 3 GPUs, since the types differ)."""
+        def of(form: tuple[tuple[str | None, int], ...]) -> int | None:
+            counts = [c for t, c in form if t == gtype]
+            return counts[0] if counts else None
+
+        job, node, task, sock = (of(f) for f in (self.gpus_by_type, self.gpus_per_node_by_type,
+                                                 self.gpus_per_task_by_type, self.gpus_per_socket_by_type))
+        nodes = self.nodes or (-(-job // node) if job and node else 1)
+        totals = [job or 0]
+        if node is not None:
+            totals.append(node * nodes)
+        if task is not None:
+            totals.append(task * (self.ntasks or (self.ntasks_per_node or 1) * nodes))
+        if sock is not None:
+            totals.append(sock * nodes)
+        return max(totals)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -147,7 +147,9 @@ def ensure_lab(restart: bool = False) -> SlurmLab:
     except SlurmGpuError as e:
         pytest.fail(f"slurm-gpu lab up failed: {e}")
     device_dir = lab._read("device-dir") or "/dev"
-    return SlurmLab(lab=lab, spec=factory(device_dir), policy_path=policy, version=slurm_version())
+    # the lab's own copy of the policy: readable by the lab user even when this checkout is private
+    return SlurmLab(lab=lab, spec=factory(device_dir), policy_path=lab._read("policy") or policy,
+                    version=slurm_version())
 
 
 @pytest.fixture(scope="session")

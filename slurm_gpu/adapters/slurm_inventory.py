@@ -1,61 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Read the live cluster's partitions, QOS and GPU types (for ``slurm-gpu policy check``).
+"""Re-export of :mod:`slurm_gpu.adapters.slurm.inventory` for its importers outside the adapter
+(cli/policy.py, tests/policy/test_units.py); new code imports the new place."""
 
-Commands: ``scontrol show partition -o``, ``sacctmgr -nP show qos format=name``, ``sinfo -h -o %G``.
-Every call runs under a timeout; an unreachable Slurm gives None, never an exception.
-"""
+from slurm_gpu.adapters.slurm.inventory import LiveInventory, live_inventory, parse_gres_types, parse_partitions
 
-from __future__ import annotations
-
-import os
-import re
-import subprocess
-from dataclasses import dataclass
-
-TIMEOUT_S = 3.0
-
-
-@dataclass(frozen=True)
-class LiveInventory:
-    partitions: tuple[str, ...]
-    qos: tuple[str, ...] | None  # None: accounting (slurmdbd) not reachable
-    gpu_types: tuple[str, ...]
-
-
-def _run(argv: list[str], timeout_s: float) -> str | None:
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout if out.returncode == 0 else None
-
-
-def parse_partitions(text: str) -> tuple[str, ...]:
-    """``scontrol show partition -o`` lines -> partition names."""
-    return tuple(m.group(1) for m in re.finditer(r"^PartitionName=(\S+)", text, re.M))
-
-
-def parse_gres_types(text: str) -> tuple[str, ...]:
-    """``sinfo -h -o %G`` lines (``gpu:h100:8(S:0-1),gpu:a100_1g.10gb:2``) -> GPU type names."""
-    types: list[str] = []
-    for line in text.splitlines():
-        for item in re.split(r",(?![^()]*\))", line.strip()):
-            parts = re.sub(r"\(.*\)$", "", item).split(":")
-            if len(parts) >= 3 and parts[0] == "gpu" and parts[1] not in types:
-                types.append(parts[1])
-    return tuple(types)
-
-
-def live_inventory(timeout_s: float = TIMEOUT_S, require_slurm_conf: bool = True) -> LiveInventory | None:
-    """The live inventory, or None when Slurm is not reachable (SLURM_CONF unset or no answer)."""
-    conf = os.environ.get("SLURM_CONF")
-    if require_slurm_conf and not (conf and os.path.isfile(conf)):
-        return None
-    parts = _run(["scontrol", "show", "partition", "-o"], timeout_s)
-    if parts is None:
-        return None
-    qos = _run(["sacctmgr", "-nP", "show", "qos", "format=name"], timeout_s)
-    gres = _run(["sinfo", "-h", "-o", "%G"], timeout_s) or ""
-    return LiveInventory(parse_partitions(parts),
-                         None if qos is None else tuple(q.strip() for q in qos.splitlines() if q.strip()),
-                         parse_gres_types(gres))
+__all__ = ["LiveInventory", "live_inventory", "parse_gres_types", "parse_partitions"]

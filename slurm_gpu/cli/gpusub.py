@@ -4,7 +4,7 @@
 Exit codes: 0 ok; 1 rejected by the policy, or Slurm failed/unreachable; 2 usage (bad option, missing script).
 
 The plain submit path does not import click (it costs about three bare interpreter starts): ``main``
-hands argv straight to :func:`slurm_gpu.submit.run` and only builds the click command for ``--help``,
+hands argv straight to :func:`slurm_gpu.app.gpusub.run` and only builds the click command for ``--help``,
 ``--version`` and ``--usage``. Both paths format errors the same way: one line on stderr.
 """
 
@@ -59,7 +59,7 @@ GPUSUB_SLURM_VERSION (skip detection, e.g. 24.11.5), SLURM_CONF.
 
 def _report(exc: BaseException) -> int:
     """One line on stderr; the exit code for the error type."""
-    from slurm_gpu.submit import exit_code_for
+    from slurm_gpu.errors import exit_code_for
 
     message = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
     sys.stderr.write(f"gpusub: error: {message}\n")
@@ -71,7 +71,7 @@ def run_argv(argv: list[str]) -> int:
     from slurm_gpu.errors import SlurmGpuError
 
     try:
-        from slurm_gpu import submit
+        from slurm_gpu.app import gpusub as submit
 
         return submit.run(argv, os.environ, sys.stdout, sys.stderr)
     except SlurmGpuError as exc:
@@ -79,6 +79,28 @@ def run_argv(argv: list[str]) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("gpusub: interrupted\n")
         return 130
+    except BrokenPipeError:  # `gpusub ... | head -1`: the reader left; not an error of the job
+        _silence_stdout()
+        return 0
+    except (MemoryError, RecursionError) as exc:
+        sys.stderr.write(f"gpusub: error: input too large or too deeply nested ({type(exc).__name__})\n")
+        return 2
+    except Exception as exc:  # a bug of ours: one line, never a traceback (GPUSUB_DEBUG=1 shows it)
+        if os.environ.get("GPUSUB_DEBUG"):
+            raise
+        sys.stderr.write(f"gpusub: internal error: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
+                         "(set GPUSUB_DEBUG=1 for the traceback, and please report it)\n")
+        return 1
+
+
+def _silence_stdout() -> None:
+    """After EPIPE, point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _click_command():

@@ -3,6 +3,9 @@
 
 Input (exactly one): ``--from-nvidia-smi FILE [--lscpu FILE]``, ``--from-hwloc FILE``, ``--live``
 or ``--from-file DESCRIPTOR`` (.yaml descriptor, .xml hwloc, .json from ``show --json --full``).
+
+Exit codes: 0 ok; 2 bad input (a file that cannot be read or parsed, one ``Error: ...`` line on
+stderr) or bad usage. When sockets were guessed (no lscpu), one ``note: ...`` line goes to stderr.
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,17 +23,23 @@ if TYPE_CHECKING:
     from slurm_gpu.topology.model import Topology
 
 
+class BadInput(click.ClickException):
+    """A topology input that cannot be used: one ``Error: ...`` line, exit code 2."""
+
+    exit_code = 2
+
+
 def _input_options(fn: Callable[..., None]) -> Callable[..., None]:
-    @click.option("--from-nvidia-smi", "smi", type=click.Path(dir_okay=False), help="`nvidia-smi topo -m` capture.")
+    @click.option("--from-nvidia-smi", "smi", type=str, help="`nvidia-smi topo -m` capture.")
     @click.option(
-        "--lscpu", type=click.Path(dir_okay=False), help="`lscpu -p` or `lscpu` output (with --from-nvidia-smi)."
+        "--lscpu", type=str, help="`lscpu -p` or `lscpu` output (with --from-nvidia-smi)."
     )
-    @click.option("--from-hwloc", "hwloc", type=click.Path(dir_okay=False), help="hwloc v2 XML (`lstopo --of xml`).")
+    @click.option("--from-hwloc", "hwloc", type=str, help="hwloc v2 XML (`lstopo --of xml`).")
     @click.option("--live", is_flag=True, help="This node: sysfs plus NVML when a driver is present.")
     @click.option(
         "--from-file",
         "descriptor",
-        type=click.Path(dir_okay=False),
+        type=str,
         help="Descriptor .yaml, hwloc .xml or topology .json.",
     )
     @functools.wraps(fn)
@@ -54,20 +62,26 @@ def _input_options(fn: Callable[..., None]) -> Callable[..., None]:
             raise click.UsageError("--lscpu only goes with --from-nvidia-smi")
         try:
             topo = _load(smi, lscpu, hwloc, live, descriptor)
+        except SlurmGpuError as e:
+            raise BadInput(_one_line(str(e))) from None
+        if topo.socket_assumption:
+            click.echo(f"note: {topo.socket_assumption}", err=True)
+        try:
             fn(*args, topo=topo, **kwargs)
         except SlurmGpuError as e:
-            raise click.ClickException(str(e)) from None
+            raise BadInput(_one_line(str(e))) from None
 
     return wrapper
 
 
-def _read(path: str, what: str) -> str:
-    from slurm_gpu.errors import TopologyError
+def _one_line(message: str) -> str:
+    return " ".join(message.split())
 
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise TopologyError(f"cannot read {what} {path!r}: {e}") from None
+
+def _read(path: str, what: str) -> str:
+    from slurm_gpu.topology.loader import read_text
+
+    return read_text(path, what)
 
 
 def _load(smi: str | None, lscpu: str | None, hwloc: str | None, live: bool, descriptor: str | None) -> Topology:
@@ -142,10 +156,7 @@ def node_conf(topo: Topology, node_name: str, gpu_type: str | None, extra: tuple
         if not sep or not key:
             raise click.UsageError(f"--set {item!r}: expected KEY=VALUE, e.g. Features=nvlink")
         pairs[key] = value
-    try:
-        click.echo(node_conf_line(topo, node_name, gpu_type, **pairs))
-    except SlurmGpuError as e:
-        raise click.ClickException(str(e)) from None
+    click.echo(node_conf_line(topo, node_name, gpu_type, **pairs))
 
 
 @topo.command("fake-gpus-conf")

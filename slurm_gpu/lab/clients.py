@@ -1,19 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Slurm client calls for the lab, each under a timeout (a client hangs ~9 s when slurmctld is down).
+"""Slurm client calls for the lab: SLURM_CONF set, as root or as the unprivileged lab user.
 
-Used by ``slurm-gpu lab``, the demo and the test fixtures: run as root or as the unprivileged lab
-user, poll job states with a deadline (never a fixed sleep), parse ``scontrol -d show job``.
+Every command goes through the one runner (:func:`slurm_gpu.adapters.slurm.run_slurm`, with a timeout:
+a client hangs ~9 s when slurmctld is down) and every record is read by :mod:`slurm_gpu.slurm.records`.
+Used by ``slurm-gpu lab``, the demo and the test fixtures: poll job states with a deadline (never a
+fixed sleep), read ``scontrol -d show job``.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import time
-from dataclasses import dataclass
 
-from slurm_gpu.errors import SlurmGpuError, SlurmUnreachable
+from slurm_gpu.adapters.slurm import run_slurm
+from slurm_gpu.slurm.records import NodeAlloc, job_detail, parse_parsable
 
 FINAL_STATES = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
@@ -38,30 +39,20 @@ def run(
     env_extra: dict[str, str] | None = None,
     check: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run a Slurm client with SLURM_CONF set; as ``user`` (via runuser) when given.
-
-    Raises SlurmUnreachable when the command does not finish within ``timeout_s``; with ``check``,
-    SlurmGpuError on a non-zero exit (the message carries the command's stderr)."""
-    env = client_env(slurm_conf)
-    env.update(env_extra or {})
-    full = list(argv)
-    if user and user != "root":
-        extra = [f"{k}={v}" for k, v in sorted((env_extra or {}).items())]
-        full = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={slurm_conf}", *extra, *argv]
-    try:
-        r = subprocess.run(full, capture_output=True, text=True, timeout=timeout_s, cwd=cwd, env=env, check=False)
-    except subprocess.TimeoutExpired as e:
-        raise SlurmUnreachable(f"{argv[0]} did not answer within {timeout_s:g} s: {' '.join(argv)}") from e
-    if check and r.returncode != 0:
-        msg = (r.stderr or r.stdout).strip().splitlines()
-        raise SlurmGpuError(f"{' '.join(argv)} failed (exit {r.returncode}): {msg[-1] if msg else ''}")
-    return r
+    """Run a command with SLURM_CONF set; as ``user`` (via runuser, with only SLURM_CONF and
+    ``env_extra`` set) when given. SlurmUnreachable when it does not finish within ``timeout_s``; with
+    ``check``, SubmitError on a non-zero exit (one line, from the command's stderr)."""
+    env = client_env(slurm_conf) | (env_extra or {})
+    user_env = {"SLURM_CONF": slurm_conf} | dict(sorted((env_extra or {}).items()))
+    return run_slurm(argv, env=env, timeout_s=timeout_s, cwd=cwd, user=user, user_env=user_env, check=check)
 
 
 def ping(slurm_conf: str, timeout_s: float = 3) -> bool:
+    from slurm_gpu.errors import SlurmGpuError
+
     try:
         r = run(["scontrol", "ping"], slurm_conf, timeout_s=timeout_s)
-    except SlurmUnreachable:
+    except SlurmGpuError:
         return False
     return "is UP" in r.stdout
 
@@ -110,40 +101,20 @@ def sbatch(
     argv: list[str], slurm_conf: str, *, user: str | None = None, cwd: str | None = None, timeout_s: float = 30
 ) -> int:
     """``sbatch --parsable ARGV``; returns the job id."""
+    from slurm_gpu.errors import SubmitError
+
     r = run(["sbatch", "--parsable", *argv], slurm_conf, user=user, cwd=cwd, timeout_s=timeout_s, check=True)
-    return int(r.stdout.strip().split(";")[0])
-
-
-@dataclass(frozen=True)
-class NodeAlloc:
-    """One detail line of ``scontrol -d show job``: the CPUs and GPUs a job holds on one node."""
-
-    nodes: str
-    cpu_ids: str
-    gres: str
-
-    @property
-    def gpu_indices(self) -> tuple[int, ...]:
-        from slurm_gpu.cpulist import parse_cpulist
-
-        m = re.search(r"IDX:([0-9,\-]+)", self.gres)
-        return parse_cpulist(m.group(1)) if m else ()
-
-
-_KV = re.compile(r"(\S+?)=(\S*)")
+    result = parse_parsable(r.stdout)
+    if result is None:
+        raise SubmitError(f"sbatch printed no job id: {r.stdout.strip()[:80]!r}")
+    return result.job_id
 
 
 def show_job(slurm_conf: str, job_id: int | str, timeout_s: float = 5) -> tuple[dict[str, str], list[NodeAlloc]]:
-    """``scontrol -d show job``: (key -> value of the job record, the per-node detail lines)."""
+    """``scontrol -d show job``: (key -> value of the job record, the per-node allocations)."""
     r = run(["scontrol", "-d", "show", "job", str(job_id)], slurm_conf, timeout_s=timeout_s, check=True)
-    fields: dict[str, str] = {}
-    allocs: list[NodeAlloc] = []
-    for line in r.stdout.splitlines():
-        s = line.strip()
-        if s.startswith("Nodes=") and "CPU_IDs=" in s:
-            kv = dict(_KV.findall(s))
-            allocs.append(NodeAlloc(kv.get("Nodes", ""), kv.get("CPU_IDs", ""), kv.get("GRES", "")))
-            continue
-        for k, v in _KV.findall(s):
-            fields.setdefault(k, v)
-    return fields, allocs
+    return job_detail(r.stdout)
+
+
+__all__ = ["run", "ping", "node_states", "job_state", "wait_job", "sbatch", "show_job", "client_env", "NodeAlloc",
+           "FINAL_STATES", "GOOD_NODE_STATES"]

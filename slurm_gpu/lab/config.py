@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Pure config generation for the lab: LabSpec + LabRuntime -> slurm.conf, gres.conf, slurmdbd.conf
-text and the sacctmgr commands that create the account, users and QOS. No I/O here.
+text and the sacctmgr commands that create the account, users and QOS. No I/O here. The policy's
+part (partitions, QOS) comes from :mod:`slurm_gpu.emit`, as for ``slurm-gpu admin emit``.
 
 Version differences live in :data:`VERSION_TABLE` (one row per behaviour, tested per spelling).
 """
@@ -10,8 +11,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from slurm_gpu.hostlist import compress_hostlist
-from slurm_gpu.lab.spec import LabHooks, LabPartition, LabQos, LabSpec
+from slurm_gpu.emit.sacctmgr import qos_add_commands, qos_limit_commands
+from slurm_gpu.emit.slurm_conf import partition_line
+from slurm_gpu.lab.spec import LabHooks, LabSpec
 
 # (first version with the behaviour, key) -> value; looked up by version_value()
 VERSION_TABLE: dict[str, tuple[tuple[tuple[int, int], str], ...]] = {
@@ -21,14 +23,14 @@ VERSION_TABLE: dict[str, tuple[tuple[tuple[int, int], str], ...]] = {
         ((0, 0), "SlurmctldParameters=preempt_send_user_signal"),
         ((23, 2), "PreemptParameters=send_user_signal"),
     ),
-    # The lab's nodes claim more CPUs than the machine has. 22.05's task/affinity maps the emulated
-    # cores onto the real CPUs; 24.11's refuses any explicit binding of more CPUs per task than exist
-    # ("only 2 bits in avail_map, threads_per_core requires 4!" / "Unable to layout tasks on given
-    # cpus"), so there binding is left to nobody. Verified on 22.05.8 and 24.11.5 only.
-    "task_plugin": (
-        ((0, 0), "task/affinity"),
-        ((24, 11), "task/none"),
-    ),
+    # The lab's nodes claim more CPUs (2 x 16 cores) than the machine has (2). task/affinity lays a
+    # step's tasks out on the real CPUs and fails for any step that binds more cores than exist:
+    # 22.05 with --cpu-bind=cores and 4 or 8 tasks ("failed to distribute tasks (bind_type:cores,...)"
+    # / "Unable to layout tasks on given cpus", exit 193); 24.11 already with one 4-core task ("only 2
+    # bits in avail_map"). With task/none every step size runs on both; srun warns "cluster
+    # configuration lacks support for cpu binding" and SLURM_CPU_BIND carries the request unchanged.
+    # Measured on 22.05.8 (this VM) and 24.11.5 (docs/lab.md "Few real CPUs").
+    "task_plugin": (((0, 0), "task/none"),),
 }
 
 SUPPORTED = ((22, 5), (24, 11))
@@ -115,34 +117,8 @@ class LabRuntime:
     task_plugin: str | None = None  # None: the version's default from VERSION_TABLE
 
 
-def slurm_time(minutes: int | None) -> str:
-    """Minutes -> Slurm's ``D-HH:MM:SS`` (``INFINITE`` for None)."""
-    if minutes is None:
-        return "INFINITE"
-    d, rest = divmod(int(minutes), 24 * 60)
-    h, m = divmod(rest, 60)
-    return f"{d}-{h:02d}:{m:02d}:00" if d else f"{h:02d}:{m:02d}:00"
-
-
 def node_port(spec: LabSpec, rt: LabRuntime, node: str) -> int:
     return rt.slurmd_port0 + spec.node_names.index(node)
-
-
-def _partition_line(p: LabPartition) -> str:
-    parts = [f"PartitionName={p.name}", f"Nodes={compress_hostlist(list(p.nodes)) if p.nodes else ''}"]
-    parts.append(f"PriorityTier={p.priority_tier}")
-    parts.append(f"MaxTime={slurm_time(p.max_time_min)}")
-    if p.default_time_min is not None:
-        parts.append(f"DefaultTime={slurm_time(p.default_time_min)}")
-    if p.default:
-        parts.append("Default=YES")
-    parts.append("PreemptMode=REQUEUE" if p.preemptible else "PreemptMode=OFF")
-    if p.preemptible:
-        parts.append(f"GraceTime={int(p.grace_time_s)}")
-    if p.allowed_qos:
-        parts.append("AllowQos=" + ",".join(p.allowed_qos))
-    parts.append("State=UP")
-    return " ".join(parts)
 
 
 def _hook_lines(h: LabHooks, conf_dir: str) -> list[str]:
@@ -212,7 +188,7 @@ def slurm_conf(spec: LabSpec, rt: LabRuntime) -> str:
             f"{n.conf_line} NodeHostname={rt.hostname} NodeAddr=127.0.0.1 Port={node_port(spec, rt, n.name)}"
             " State=UNKNOWN"
         )
-    lines += [_partition_line(part) for part in spec.partitions]
+    lines += [partition_line(part, spec.partition_nodes(part)) for part in spec.partitions]
     return "\n".join(lines) + "\n"
 
 
@@ -260,21 +236,6 @@ def db_bootstrap_sql(rt: LabRuntime) -> str:
     )
 
 
-def _qos_settings(q: LabQos) -> list[str]:
-    s = [f"Priority={q.priority}"]
-    if q.max_gpus_per_job is not None:
-        s.append(f"MaxTRESPerJob=gres/gpu={q.max_gpus_per_job}")
-    if q.max_gpus_per_user is not None:
-        s.append(f"MaxTRESPerUser=gres/gpu={q.max_gpus_per_user}")
-    if q.max_wall_min is not None:
-        s.append(f"MaxWall={slurm_time(q.max_wall_min)}")
-    if q.preempts:
-        s.append("Preempt=" + ",".join(q.preempts))
-    if q.preempt_mode:
-        s.append(f"PreemptMode={q.preempt_mode}")
-    return s
-
-
 def sacctmgr_commands(spec: LabSpec) -> list[list[str]]:
     """argv lists for ``sacctmgr -i`` that need only slurmdbd: cluster, account, QOS names, users."""
     cmds: list[list[str]] = [
@@ -287,9 +248,7 @@ def sacctmgr_commands(spec: LabSpec) -> list[list[str]]:
             "Organization=lab",
         ],
     ]
-    for q in spec.qos:
-        if q.name != "normal":  # slurmdbd creates "normal" itself
-            cmds.append(["add", "qos", q.name])
+    cmds += qos_add_commands(spec.qos)
     users = ",".join(spec.users)
     cmds.append(
         [
@@ -318,7 +277,7 @@ def sacctmgr_commands(spec: LabSpec) -> list[list[str]]:
 def sacctmgr_qos_limit_commands(spec: LabSpec) -> list[list[str]]:
     """QOS limits and preemption. They name the gres/gpu TRES, which slurmdbd only knows once
     slurmctld (AccountingStorageTRES=gres/gpu,...) has registered: run after slurmctld is up."""
-    return [["modify", "qos", "where", f"name={q.name}", "set", *_qos_settings(q)] for q in spec.qos]
+    return qos_limit_commands(spec.qos)
 
 
 def render_all(spec: LabSpec, rt: LabRuntime) -> dict[str, str]:

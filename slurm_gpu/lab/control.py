@@ -186,8 +186,8 @@ class Lab(LabDaemons):
         hooks = hooks or LabHooks()
         t0 = time.monotonic()
         if not restart and self.healthy() and self._config_unchanged(spec_factory, hooks):
-            if policy_path:  # same config from another checkout's copy of the policy: point env there
-                self._write("policy", os.path.abspath(policy_path))
+            if policy_path:  # same config, maybe from another checkout: the lab keeps its own copy
+                self._copy_policy(policy_path)
                 Path(self.paths.env_file).write_text(self.env_text())
             self.say(f"lab already up and healthy ({self._ms(t0)}); use --restart to start afresh")
             return time.monotonic() - t0
@@ -218,7 +218,7 @@ class Lab(LabDaemons):
         self._write("nodes", "\n".join(spec.node_names))
         self._write("device-dir", device_dir)
         if policy_path:
-            self._write("policy", os.path.abspath(policy_path))
+            self._copy_policy(policy_path)
         self.say(
             f"Slurm {version_text(version)}; nodes {','.join(spec.node_names)}; gpu types "
             f"{','.join(spec.gpu_types)}; conf {self.slurm_conf} ({self._ms(t)})"
@@ -242,6 +242,18 @@ class Lab(LabDaemons):
         took = time.monotonic() - t0
         self.say(f"lab UP in {took:.1f} s. Clients: source <(slurm-gpu lab env); submit as '{self.user}'")
         return took
+
+    def _copy_policy(self, policy_path: str) -> None:
+        """Copy the policy (with its includes and topology files) into the lab dir and record the copy:
+        GPUSUB_POLICY must not dangle once the checkout it came from is gone, and the lab user must be
+        able to read it even when that checkout is private."""
+        from slurm_gpu.lab.runtime import copy_policy
+
+        try:
+            copied = copy_policy(os.path.abspath(policy_path), os.path.join(self.paths.lab_dir, "policy-files"))
+        except (OSError, SlurmGpuError) as e:
+            raise SlurmGpuError(f"cannot copy the lab policy {policy_path} into {self.paths.lab_dir}: {e}") from e
+        self._write("policy", copied)
 
     def _write_configs(self, spec: LabSpec, rt: LabRuntime) -> None:
         files = render_all(spec, rt)

@@ -17,14 +17,22 @@ from slurm_gpu.lab import clients
 from slurm_gpu.lab.control import Lab, default_policy_path, repo_root
 
 
-def find_gpusub() -> str | None:
-    cand = os.path.join(sys.prefix, "bin", "gpusub")
-    return cand if os.path.exists(cand) else shutil.which("gpusub")
+def find_gpusub(lab_dir: str | None = None, user: str | None = None) -> str | None:
+    """A gpusub the lab user can run: this environment's, or the lab's world-readable copy of this
+    checkout when the lab user cannot read it (a clone in /root). None when gpusub is not installed."""
+    from slurm_gpu.lab.control import lab_dir_from_env
+    from slurm_gpu.lab.runtime import lab_gpusub
+    from slurm_gpu.lab.spec import DEFAULT_USER
+
+    if not os.path.exists(os.path.join(sys.prefix, "bin", "gpusub")):
+        return shutil.which("gpusub")
+    return lab_gpusub(lab_dir or lab_dir_from_env(), user or os.environ.get("SLURM_GPU_LAB_USER") or DEFAULT_USER,
+                      repo_root())
 
 
 def _submit(lab: Lab, script: str, workdir: str, echo: Callable[[str], None]) -> tuple[int, str]:
     env_extra = {"GPUSUB_POLICY": lab._read("policy") or default_policy_path()}
-    gpusub = None if os.environ.get("SLURM_GPU_DEMO_SUBMIT") == "sbatch" else find_gpusub()
+    gpusub = None if os.environ.get("SLURM_GPU_DEMO_SUBMIT") == "sbatch" else find_gpusub(lab.paths.lab_dir, lab.user)
     if gpusub is None:
         echo("NOTE: gpusub is not installed; submitting with plain sbatch --parsable instead (fallback)")
         return clients.sbatch([script], lab.slurm_conf, user=lab.user, cwd=workdir), "sbatch (fallback)"
@@ -91,6 +99,15 @@ def _locality(lab: Lab, facts: dict[str, str]) -> str:
     return f"GPUs {format_cpulist(alloc.gpu_idx)} have local cores {format_cpulist(local)}: {verdict}"
 
 
+def task_plugin(lab: Lab) -> str:
+    """The lab's ``TaskPlugin`` (from its slurm.conf; "" when unreadable)."""
+    try:
+        found = re.findall(r"^TaskPlugin=(\S+)", Path(lab.slurm_conf).read_text(), re.M)
+    except OSError:
+        return ""
+    return found[-1] if found else ""
+
+
 def run_demo(lab: Lab, script: str | None = None, timeout_s: float = 120, echo: Callable[[str], None] = print) -> bool:
     """Returns True when the job COMPLETED."""
     if os.geteuid() != 0:
@@ -128,8 +145,11 @@ def run_demo(lab: Lab, script: str | None = None, timeout_s: float = 120, echo: 
         ("CPU_IDs (scontrol show job -d)", facts.get("CPU_IDs") or "?"),
     ]
     rows.append(("locality (vs gres.conf Cores=)", _locality(lab, facts)))
+    plugin = task_plugin(lab)
     for task, kv in sorted(tasks.items()):
         bind = " ".join(f"{k}={v}" for k, v in kv.items() if k.startswith("SLURM_CPU_BIND"))
+        if plugin == "task/none":  # the lab: srun carries the request, nobody applies it (docs/lab.md)
+            bind = f"{bind} (not bound: TaskPlugin=task/none, see docs/lab.md)".strip()
         rows.append((f"task {task}: SLURM_CPU_BIND*", bind or "(not set)"))
         if "CUDA_VISIBLE_DEVICES" in kv:
             rows.append((f"task {task}: CUDA_VISIBLE_DEVICES", kv["CUDA_VISIBLE_DEVICES"]))

@@ -127,11 +127,11 @@ def check_and_build(ctx: Context, source: str) -> Policy | None:
         _ref(ctx, iso, "mig_partition", iso.values.get("mig_partition"), part_names, "partition")
         _ref(ctx, iso, "mps_partition", iso.values.get("mps_partition"), part_names, "partition")
         known = {p for g in gts for p in g.values["mig_profiles"]}
-        for p in iso.values.get("mig_profiles", ()):
+        for p in iso.values["mig_profiles"]:
             if p not in known:
                 ctx.problems.append(f"{iso.where('mig_profiles')}: isolation.mig_profiles: found {p!r}, allowed a "
                                     f"profile of some gpu_types entry ({', '.join(sorted(known)) or 'none'})")
-        lo, hi = iso.values.get("mps_min_share_pct", 10), iso.values.get("mps_max_share_pct", 50)
+        lo, hi = iso.values["mps_min_share_pct"], iso.values["mps_max_share_pct"]
         if lo is not None and hi is not None and lo > hi:
             ctx.problems.append(f"{iso.where('mps_min_share_pct')}: isolation.mps_min_share_pct: found {lo}, "
                                 f"allowed at most mps_max_share_pct ({hi})")
@@ -151,10 +151,7 @@ def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], par
         return NodeType(topology=topo, nodes=nodes, hostlist=hostlist, **v)
 
     def qos(e: Entry) -> Qos:
-        v = dict(e.values)
-        if v["preempt_mode"] == "off":
-            v["preempt_mode"] = None
-        return Qos(**v)
+        return Qos(**e.values)
 
     def job_class(e: Entry) -> JobClass:
         v = dict(e.values)
@@ -175,4 +172,5 @@ def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], par
         defaults=mapped("defaults", Defaults), isolation=mapped("isolation", Isolation),
         messages=tuple(sorted((k, t) for k, (t, _, _) in ctx.messages.items())),
         source=os.path.realpath(source), includes=tuple(ctx.files[1:]),
+        include_dirs=tuple(ctx.top.get("include_dirs", ())),
     )

@@ -1,22 +1,25 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Field converters for the policy validator: each takes a YNode and returns a value or raises Bad.
-
-Every converter has an ``allowed`` text used in messages ("found X, allowed Y").
+"""Field converters for the policy validator: :func:`converter` turns a kind of the model's schema
+declaration (:mod:`slurm_gpu.policy.kinds`) into a function that takes a YNode and returns a value
+or raises Bad. Every converter has an ``allowed`` text used in messages ("found X, allowed Y").
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any
 
-from slurm_gpu.hostlist import expand_hostlist
-from slurm_gpu.policy.durations import DURATION_FORMS, UNLIMITED, parse_duration_min, parse_duration_s
+from slurm_gpu import units
+from slurm_gpu.policy import kinds as K
+from slurm_gpu.policy.durations import parse_duration_s
 from slurm_gpu.policy.yamlload import YNode
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-MIG_RE = re.compile(r"^([1-7])g\.(\d+)gb$")
-MEM_RE = re.compile(r"^(\d+)\s*([KMGT]?)B?$", re.I)
+OPTION_PATTERN = r"^--[a-z][a-z0-9-]*(=\S.*)?$"
+DURATION_FORMS = units.DURATION_FORMS
+SHOWN = 60  # longest value text quoted in a message
 
 
 class Bad(Exception):
@@ -35,7 +38,16 @@ def describe(node: YNode) -> str:
         return "null"
     if isinstance(v, bool):
         return "true" if v else "false"
-    return repr(v)
+    text = repr(v)
+    if len(text) <= SHOWN:
+        return text
+    return text[:SHOWN] + ("...'" if isinstance(v, str) else "...")
+
+
+def key_text(value: object) -> str:
+    """A mapping key as it may appear in a field path: one line, at most SHOWN characters."""
+    text = str(value) if str(value).isprintable() else repr(str(value))[1:-1]
+    return text if len(text) <= SHOWN else text[:SHOWN] + "..."
 
 
 Conv = Callable[[YNode], Any]
@@ -85,7 +97,7 @@ def int_min(lo: int) -> Conv:
 def number_pos(node: YNode) -> float:
     allowed = "a number > 0"
     v = _scalar(node, allowed)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         raise Bad(describe(node), allowed)
     return float(v)
 
@@ -93,9 +105,21 @@ def number_pos(node: YNode) -> float:
 def fraction(node: YNode) -> float:
     allowed = "a number > 0 and <= 1"
     v = _scalar(node, allowed)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v <= 1:
         raise Bad(describe(node), allowed)
     return float(v)
+
+
+def int_range(lo: int, hi: int) -> Conv:
+    allowed = f"an integer {lo}-{hi}"
+
+    def conv(node: YNode) -> int:
+        v = _scalar(node, allowed)
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise Bad(describe(node), allowed)
+        return v
+
+    return conv
 
 
 def pct(node: YNode) -> int:
@@ -107,20 +131,21 @@ def pct(node: YNode) -> int:
 
 
 def duration_min(node: YNode) -> int:
-    v = _scalar(node, f"a duration ({DURATION_FORMS})")
+    allowed = f"a duration ({DURATION_FORMS})"
+    v = _scalar(node, allowed)
     try:
-        return parse_duration_min(v)
+        return -(-parse_duration_s(v) // 60)
     except ValueError:
-        raise Bad(describe(node), f"a duration ({DURATION_FORMS})") from None
+        raise Bad(describe(node), allowed) from None
 
 
 def limit_min(node: YNode) -> int | None:
     allowed = f"a duration ({DURATION_FORMS}) or UNLIMITED"
     v = _scalar(node, allowed)
-    if isinstance(v, str) and v.strip().lower() in UNLIMITED:
+    if isinstance(v, str) and v.strip().lower() in units.UNLIMITED_WORDS:
         return None
     try:
-        return parse_duration_min(v)
+        return -(-parse_duration_s(v) // 60)
     except ValueError:
         raise Bad(describe(node), allowed) from None
 
@@ -137,20 +162,24 @@ def duration_s(node: YNode) -> int:
 def mem_mb(node: YNode) -> int:
     allowed = "a size such as 16G, 16000M or a number of MB"
     v = _scalar(node, allowed)
-    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+    if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= units.MAX_MEM_MB:
         return v
-    m = MEM_RE.match(str(v).strip()) if isinstance(v, str) else None
-    if not m or int(m.group(1)) <= 0:
+    try:
+        mb = units.parse_mem_mb(v.replace(" ", "")) if isinstance(v, str) else 0
+    except ValueError:
+        mb = 0
+    if mb <= 0:
         raise Bad(describe(node), allowed)
-    scale = {"": 1, "K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}[m.group(2).upper()]
-    return max(1, int(int(m.group(1)) * scale))
+    return mb
 
 
-def enum(*values: str) -> Conv:
-    allowed = "one of " + ", ".join(values)
+def enum(*values: str, aliases: tuple[tuple[str, Any], ...] = ()) -> Conv:
+    allowed = "one of " + ", ".join(values + tuple(a for a, _ in aliases))
 
-    def conv(node: YNode) -> str:
+    def conv(node: YNode) -> Any:
         v = _scalar(node, allowed)
+        if isinstance(v, str) and v in dict(aliases):
+            return dict(aliases)[v]
         if not isinstance(v, str) or v not in values:
             raise Bad(describe(node), allowed)
         return v
@@ -171,6 +200,8 @@ def hostlist(node: YNode) -> tuple[str, tuple[str, ...]]:
     v = _scalar(node, allowed)
     if not isinstance(v, str):
         raise Bad(describe(node), allowed)
+    from slurm_gpu.hostlist import expand_hostlist
+
     try:
         names = expand_hostlist(v)
     except ValueError:
@@ -198,20 +229,51 @@ def list_of(item: Conv, allowed_item: str) -> Conv:
 
 
 def mig_profile(node: YNode) -> str:
-    v = _scalar(node, "a MIG profile like 1g.10gb")
-    if not isinstance(v, str) or not MIG_RE.match(v):
-        raise Bad(describe(node), "a MIG profile like 1g.10gb")
-    return v
+    allowed = "a MIG profile like 1g.10gb"
+    v = _scalar(node, allowed)
+    try:
+        prof = units.parse_mig_profile(v) if isinstance(v, str) else None
+    except ValueError:
+        prof = None
+    if prof is None or prof.gpu_type is not None:  # the GPU type is the entry's, not the profile's
+        raise Bad(describe(node), allowed)
+    return units.format_mig_profile(prof)
 
 
 def option(node: YNode) -> str:
     allowed = "an sbatch option such as --requeue or --signal=B:USR1@120"
     v = _scalar(node, allowed)
-    if not isinstance(v, str) or not re.match(r"^--[a-z][a-z0-9-]*(=\S.*)?$", v):
+    if not isinstance(v, str) or len(v) > 4096 or not re.match(OPTION_PATTERN, v):
         raise Bad(describe(node), allowed)
     return v
 
 
-names = list_of(name, "names")
-mig_profiles = list_of(mig_profile, "MIG profiles like 1g.10gb")
-options = list_of(option, "sbatch options such as --requeue")
+def version(node: YNode) -> int:
+    if node.kind != "scalar" or node.value != 1 or isinstance(node.value, bool):
+        raise Bad(describe(node), "1")
+    return 1
+
+
+_SIMPLE: dict[type, Conv] = {
+    K.Name: name, K.Text: text, K.Bool: boolean, K.Limit: limit_min, K.MemMB: mem_mb,
+    K.CpusPerGpu: cpus_per_gpu, K.Hostlist: hostlist, K.MigProfile: mig_profile, K.Option: option,
+}
+
+
+def converter(kind: K.Kind) -> Conv:
+    """The converter of one kind of the schema declaration (Nested/Section/Paths/Messages: the validator's)."""
+    if type(kind) in _SIMPLE:
+        return _SIMPLE[type(kind)]
+    if isinstance(kind, K.Int):
+        return int_min(kind.lo) if kind.hi is None else pct if (kind.lo, kind.hi) == (1, 100) else int_range(kind.lo, kind.hi)
+    if isinstance(kind, K.Number):
+        return fraction if kind.le == 1 else number_pos
+    if isinstance(kind, K.Duration):
+        return duration_s if kind.unit == "s" else duration_min
+    if isinstance(kind, K.Enum):
+        return enum(*kind.values, aliases=kind.aliases)
+    if isinstance(kind, K.ListOf):
+        return list_of(converter(kind.item), kind.item_text)
+    if isinstance(kind, K.Const):
+        return version
+    raise TypeError(f"no converter for {kind!r}")

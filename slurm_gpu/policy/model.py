@@ -1,5 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The policy model: frozen dataclasses built by :mod:`slurm_gpu.policy.validate`.
+"""The policy model, and the one declaration of the policy file's schema.
+
+Each field that a policy file sets carries ``metadata=yaml(key, kind, doc)``: its YAML key, its value
+kind (:mod:`slurm_gpu.policy.kinds`) and a description; its default is the dataclass default.
+Validation (:mod:`slurm_gpu.policy.validate`) and the JSON Schema (:mod:`slurm_gpu.policy.schema`)
+are both derived from these declarations. Enumerations are typed with ``Literal``.
 
 Units are in the names (``_min``, ``_s``, ``_gb``, ``_mb``, ``_pct``). ``None`` means "no limit".
 """
@@ -7,42 +12,65 @@ Units are in the names (``_min``, ``_s``, ``_gb``, ``_mb``, ``_pct``). ``None`` 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+from slurm_gpu.policy.kinds import (
+    Bool, Const, CpusPerGpu, Duration, Enum, Hostlist, Int, Limit, ListOf, MemMB, Messages, MigProfile, Name,
+    Nested, Number, Option, Paths, Section, Text, yaml,
+)
+
+PreemptMode = Literal["requeue", "cancel"]
+UntypedGpus = Literal["resolve", "reject"]
+FractionMode = Literal["mig", "mps", "mig-then-mps", "reject"]
+NAMES = ListOf(Name(), "names")
+
+
+def _names(key: str, doc: str) -> dict:
+    return yaml(key, NAMES, doc)
 
 
 @dataclass(frozen=True)
 class GpuType:
-    name: str
-    memory_gb: float
-    mig_capable: bool = False
-    mig_profiles: tuple[str, ...] = ()  # e.g. ("1g.10gb", "3g.40gb"); only when mig_capable
-    features: tuple[str, ...] = ()
+    name: str = field(metadata=yaml("name", Name(), "the GPU type, as in Slurm's gres (gpu:<name>)"))
+    memory_gb: float = field(metadata=yaml("memory_gb", Number(gt=0), "memory of one GPU in GB"))
+    mig_capable: bool = field(default=False, metadata=yaml("mig_capable", Bool(), "can be split into MIG slices"))
+    mig_profiles: tuple[str, ...] = field(default=(), metadata=yaml(
+        "mig_profiles", ListOf(MigProfile(), "MIG profiles like 1g.10gb"), "MIG profiles offered; only when mig_capable"))
+    features: tuple[str, ...] = field(default=(), metadata=_names("features", "node features of this GPU type"))
 
 
 @dataclass(frozen=True)
 class NodeType:
-    name: str
-    gpu_type: str | None
-    gpus: int
-    topology: str  # absolute path, resolved relative to the policy file (may not exist)
-    nodes: tuple[str, ...]  # expanded node names
-    features: tuple[str, ...] = ()
-    hostlist: str = ""  # the hostlist as written ("h100n[1-2]")
+    name: str = field(metadata=yaml("name", Name(), "the node type"))
+    topology: str = field(metadata=yaml(
+        "topology", Text(), "topology file, relative to the policy file (resolved to an absolute path; may not exist)"))
+    nodes: tuple[str, ...] = field(metadata=yaml(
+        "nodes", Hostlist(), "the nodes, as a Slurm hostlist (h100n[1-2]); stored expanded"))
+    gpu_type: str | None = field(default=None, metadata=yaml("gpu_type", Name(), "GPU type of the node's GPUs"))
+    gpus: int = field(default=0, metadata=yaml("gpus", Int(0), "GPUs per node"))
+    features: tuple[str, ...] = field(default=(), metadata=_names("features", "Slurm node features"))
+    hostlist: str = ""  # the hostlist as written ("h100n[1-2]"), from ``nodes``
 
 
 @dataclass(frozen=True)
 class Partition:
-    name: str
-    node_types: tuple[str, ...]
-    gpu_types: tuple[str, ...] = ()  # GPU types allowed here; () = every type its nodes carry
-    max_time_min: int | None = None
-    default_time_min: int | None = None
-    priority_tier: int = 1
-    preemptible: bool = False  # => PreemptMode=REQUEUE in slurm.conf
-    default: bool = False
-    allowed_qos: tuple[str, ...] = ()  # () = any QOS
-    default_qos: str | None = None
-    grace_time_s: int = 0
-    default_gpu_type: str | None = None
+    name: str = field(metadata=yaml("name", Name(), "the Slurm partition"))
+    node_types: tuple[str, ...] = field(metadata=_names("node_types", "node types whose nodes form the partition"))
+    gpu_types: tuple[str, ...] = field(default=(), metadata=_names(
+        "gpu_types", "GPU types a job may ask for here; empty: every type its nodes carry"))
+    max_time_min: int | None = field(default=None, metadata=yaml("max_time", Limit(), "time limit; unset: none"))
+    default_time_min: int | None = field(default=None, metadata=yaml(
+        "default_time", Duration(), "time limit of jobs that give none (<= max_time)"))
+    priority_tier: int = field(default=1, metadata=yaml("priority_tier", Int(0), "Slurm PriorityTier"))
+    preemptible: bool = field(default=False, metadata=yaml(
+        "preemptible", Bool(), "jobs can be preempted (PreemptMode=REQUEUE)"))
+    grace_time_s: int = field(default=0, metadata=yaml(
+        "grace_time", Duration("s"), "time between the preemption signal and the kill"))
+    default: bool = field(default=False, metadata=yaml("default", Bool(), "the default partition (at most one)"))
+    allowed_qos: tuple[str, ...] = field(default=(), metadata=_names("allowed_qos", "QOS allowed here; empty: any"))
+    default_qos: str | None = field(default=None, metadata=yaml("default_qos", Name(), "QOS of jobs that give none"))
+    default_gpu_type: str | None = field(default=None, metadata=yaml(
+        "default_gpu_type", Name(), "what an untyped GPU request becomes here"))
 
     def nodes(self, policy: "Policy") -> tuple[str, ...]:
         return policy.partition_nodes(self.name)
@@ -50,64 +78,80 @@ class Partition:
 
 @dataclass(frozen=True)
 class Qos:
-    name: str
-    priority: int = 0
-    max_gpus_per_job: int | None = None
-    max_gpus_per_user: int | None = None
-    max_wall_min: int | None = None
-    preempt_mode: str | None = None  # "requeue" / "cancel" / None
-    preempts: tuple[str, ...] = ()
+    name: str = field(metadata=yaml("name", Name(), "the Slurm QOS"))
+    priority: int = field(default=0, metadata=yaml("priority", Int(0), "QOS priority"))
+    max_gpus_per_job: int | None = field(default=None, metadata=yaml("max_gpus_per_job", Int(0), "unset: none"))
+    max_gpus_per_user: int | None = field(default=None, metadata=yaml("max_gpus_per_user", Int(0), "unset: none"))
+    max_wall_min: int | None = field(default=None, metadata=yaml("max_wall", Limit(), "time limit; unset: none"))
+    preempt_mode: PreemptMode | None = field(default=None, metadata=yaml(
+        "preempt_mode", Enum(get_args(PreemptMode), (("off", None),)), "how jobs of this QOS are preempted"))
+    preempts: tuple[str, ...] = field(default=(), metadata=_names("preempts", "QOS whose jobs this QOS preempts"))
 
 
 @dataclass(frozen=True)
 class Match:
     """A class's match rules; every rule that is set must hold. ``None`` / ``()`` = any."""
 
-    min_gpus: int | None = None
-    max_gpus: int | None = None
-    max_time_min: int | None = None
-    array: bool | None = None
-    interactive: bool | None = None
-    explicit: bool = False  # only chosen by ``gpusub --class NAME``
-    gpu_fraction: bool | None = None  # True: only fractional-GPU requests; False: never
-    gpu_types: tuple[str, ...] = ()
-    accounts: tuple[str, ...] = ()
-    users: tuple[str, ...] = ()
-    groups: tuple[str, ...] = ()
+    min_gpus: int | None = field(default=None, metadata=yaml("min_gpus", Int(0), "at least this many GPUs"))
+    max_gpus: int | None = field(default=None, metadata=yaml("max_gpus", Int(0), "at most this many GPUs"))
+    max_time_min: int | None = field(default=None, metadata=yaml("max_time", Duration(), "time limit at most"))
+    array: bool | None = field(default=None, metadata=yaml("array", Bool(), "true: only array jobs; false: never"))
+    interactive: bool | None = field(default=None, metadata=yaml(
+        "interactive", Bool(), "true: only interactive sessions; false: never"))
+    explicit: bool = field(default=False, metadata=yaml(
+        "explicit", Bool(), "only chosen with gpusub --class NAME (or the class's partition)"))
+    gpu_fraction: bool | None = field(default=None, metadata=yaml(
+        "gpu_fraction", Bool(), "true: only fractional-GPU requests; false: never"))
+    gpu_types: tuple[str, ...] = field(default=(), metadata=_names("gpu_types", "GPU types accepted"))
+    accounts: tuple[str, ...] = field(default=(), metadata=_names("accounts", "Slurm accounts accepted"))
+    users: tuple[str, ...] = field(default=(), metadata=_names("users", "users accepted"))
+    groups: tuple[str, ...] = field(default=(), metadata=_names("groups", "Unix groups accepted (any one)"))
 
 
 @dataclass(frozen=True)
 class JobClass:
-    name: str
-    partition: str
-    qos: str | None = None  # None: the partition's default_qos
-    match: Match = field(default_factory=Match)
-    options: tuple[str, ...] = ()  # sbatch options this class adds ("--requeue")
-    checkpoint_required: bool = False  # adds --requeue and --signal=B:USR1@<lead>
-    description: str = ""
+    name: str = field(metadata=yaml("name", Name(), "the job class"))
+    partition: str = field(metadata=yaml("partition", Name(), "partition of the class's jobs"))
+    qos: str | None = field(default=None, metadata=yaml("qos", Name(), "QOS; unset: the partition's default_qos"))
+    match: Match = field(default_factory=Match, metadata=yaml("match", Nested(Match), "rules; first match wins"))
+    options: tuple[str, ...] = field(default=(), metadata=yaml(
+        "options", ListOf(Option(), "sbatch options such as --requeue"), "sbatch options this class adds"))
+    checkpoint_required: bool = field(default=False, metadata=yaml(
+        "checkpoint_required", Bool(), "adds --requeue and --signal=B:USR1@<signal_lead_time>"))
+    description: str = field(default="", metadata=yaml("description", Text(), "shown by gpusub --explain"))
 
 
 @dataclass(frozen=True)
 class Defaults:
-    cpus_per_gpu: int | str = "topology"  # a number, or "topology" (the binding planner decides)
-    mem_per_gpu_mb: int | None = None
-    signal_lead_time_s: int = 120
-    max_requeues: int = 3
-    gpu_type: str | None = None  # what an untyped GPU request becomes, if allowed
-    untyped_gpus: str = "resolve"  # "resolve" (to a type) or "reject"
+    cpus_per_gpu: int | Literal["topology"] = field(default="topology", metadata=yaml(
+        "cpus_per_gpu", CpusPerGpu(), "a number, or topology (the binding planner decides)"))
+    mem_per_gpu_mb: int | None = field(default=None, metadata=yaml("mem_per_gpu", MemMB(), "e.g. 64G"))
+    signal_lead_time_s: int = field(default=120, metadata=yaml(
+        "signal_lead_time", Duration("s"), "SIGUSR1 this long before the end (checkpoint_required)"))
+    max_requeues: int = field(default=3, metadata=yaml("max_requeues", Int(0), "requeues of a preempted job"))
+    gpu_type: str | None = field(default=None, metadata=yaml(
+        "gpu_type", Name(), "what an untyped GPU request becomes, if allowed"))
+    untyped_gpus: UntypedGpus = field(default="resolve", metadata=yaml(
+        "untyped_gpus", Enum(get_args(UntypedGpus)), "resolve untyped GPU requests to a type, or reject them"))
 
 
 @dataclass(frozen=True)
 class Isolation:
     """How a request for part of a GPU (``gpu_fraction``) is served."""
 
-    fraction_mode: str = "mig-then-mps"  # "mig", "mps", "mig-then-mps", "reject"
-    mig_max_fraction: float = 0.5  # fractions up to this become MIG slices (mig-then-mps)
-    mig_partition: str | None = None
-    mig_profiles: tuple[str, ...] = ()  # allowed profiles; () = every profile of the GPU types
-    mps_partition: str | None = None
-    mps_min_share_pct: int = 10
-    mps_max_share_pct: int = 50
+    fraction_mode: FractionMode = field(default="mig-then-mps", metadata=yaml(
+        "fraction_mode", Enum(get_args(FractionMode)), "how a GPU fraction is served"))
+    mig_max_fraction: float = field(default=0.5, metadata=yaml(
+        "mig_max_fraction", Number(gt=0, le=1), "fractions up to this become MIG slices (mig-then-mps)"))
+    mig_partition: str | None = field(default=None, metadata=yaml("mig_partition", Name(), "partition of MIG jobs"))
+    mig_profiles: tuple[str, ...] = field(default=(), metadata=yaml(
+        "mig_profiles", ListOf(MigProfile(), "MIG profiles like 1g.10gb"),
+        "allowed profiles; empty: every profile of the GPU types"))
+    mps_partition: str | None = field(default=None, metadata=yaml("mps_partition", Name(), "partition of MPS jobs"))
+    mps_min_share_pct: int = field(default=10, metadata=yaml(
+        "mps_min_share_pct", Int(1, 100), "smallest MPS share, in percent of a GPU"))
+    mps_max_share_pct: int = field(default=50, metadata=yaml(
+        "mps_max_share_pct", Int(1, 100), "largest MPS share, in percent of a GPU"))
 
 
 DEFAULT_MESSAGES: dict[str, str] = {
@@ -141,19 +185,27 @@ MESSAGE_FIELDS: dict[str, frozenset[str]] = {
 
 @dataclass(frozen=True)
 class Policy:
-    version: int
-    name: str
-    gpu_types: tuple[GpuType, ...] = ()
-    node_types: tuple[NodeType, ...] = ()
-    partitions: tuple[Partition, ...] = ()
-    qos: tuple[Qos, ...] = ()
-    classes: tuple[JobClass, ...] = ()
-    defaults: Defaults = field(default_factory=Defaults)
-    isolation: Isolation = field(default_factory=Isolation)
-    messages: tuple[tuple[str, str], ...] = ()  # site overrides of DEFAULT_MESSAGES
+    version: int = field(metadata=yaml("version", Const(1), "the format version; required in every file"))
+    name: str = field(metadata=yaml("name", Name(), "top file only; default: the file name"))
+    description: str = field(default="", metadata=yaml("description", Text(), "top file only"))
+    includes: tuple[str, ...] = field(default=(), metadata=yaml(
+        "include", Paths(), "files loaded first, relative to this file; stored as absolute paths"))
+    include_dirs: tuple[str, ...] = field(default=(), metadata=yaml(
+        "include_dirs", ListOf(Text(), "absolute directories"),
+        "top file only: directories outside the policy's own that includes may come from"))
+    gpu_types: tuple[GpuType, ...] = field(default=(), metadata=yaml("gpu_types", Section(GpuType), "GPU types"))
+    node_types: tuple[NodeType, ...] = field(default=(), metadata=yaml("node_types", Section(NodeType), "node types"))
+    partitions: tuple[Partition, ...] = field(default=(), metadata=yaml(
+        "partitions", Section(Partition), "Slurm partitions"))
+    qos: tuple[Qos, ...] = field(default=(), metadata=yaml("qos", Section(Qos), "Slurm QOS"))
+    classes: tuple[JobClass, ...] = field(default=(), metadata=yaml(
+        "classes", Section(JobClass), "job classes, in order: first match wins"))
+    defaults: Defaults = field(default_factory=Defaults, metadata=yaml("defaults", Nested(Defaults), "defaults"))
+    isolation: Isolation = field(default_factory=Isolation, metadata=yaml(
+        "isolation", Nested(Isolation), "how GPU fractions are served"))
+    messages: tuple[tuple[str, str], ...] = field(default=(), metadata=yaml(
+        "messages", Messages(), "site texts for rejections (overrides of DEFAULT_MESSAGES)"))
     source: str = ""  # absolute path of the top file
-    includes: tuple[str, ...] = ()  # absolute paths of every included file
-    description: str = ""
 
     def partition(self, name: str | None) -> Partition | None:
         return next((p for p in self.partitions if p.name == name), None)

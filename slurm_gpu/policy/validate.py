@@ -8,76 +8,55 @@ unique across all files.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from slurm_gpu.policy import fields as F
+from slurm_gpu.policy import kinds as K
+from slurm_gpu.policy.model import Policy
+from slurm_gpu.policy.reader import ReadError, read_policy_text
 from slurm_gpu.policy.yamlload import YamlSyntaxError, YNode, parse_yaml
 
 REQ = object()  # marks a required field
 
-# yaml key, model attribute, converter, default
+# yaml key, model attribute, converter (or a nested Spec), default
 Spec = tuple[tuple[str, str, Any, Any], ...]
-GPU_TYPE: Spec = (
-    ("name", "name", F.name, REQ), ("memory_gb", "memory_gb", F.number_pos, REQ),
-    ("mig_capable", "mig_capable", F.boolean, False), ("mig_profiles", "mig_profiles", F.mig_profiles, ()),
-    ("features", "features", F.names, ()),
-)
-NODE_TYPE: Spec = (
-    ("name", "name", F.name, REQ), ("topology", "topology", F.text, REQ),
-    ("gpu_type", "gpu_type", F.name, None), ("gpus", "gpus", F.int_min(0), 0),
-    ("nodes", "nodes", F.hostlist, REQ), ("features", "features", F.names, ()),
-)
-PARTITION: Spec = (
-    ("name", "name", F.name, REQ), ("node_types", "node_types", F.names, REQ),
-    ("gpu_types", "gpu_types", F.names, ()), ("max_time", "max_time_min", F.limit_min, None),
-    ("default_time", "default_time_min", F.duration_min, None),
-    ("priority_tier", "priority_tier", F.int_min(0), 1), ("preemptible", "preemptible", F.boolean, False),
-    ("grace_time", "grace_time_s", F.duration_s, 0), ("default", "default", F.boolean, False),
-    ("allowed_qos", "allowed_qos", F.names, ()), ("default_qos", "default_qos", F.name, None),
-    ("default_gpu_type", "default_gpu_type", F.name, None),
-)
-QOS: Spec = (
-    ("name", "name", F.name, REQ), ("priority", "priority", F.int_min(0), 0),
-    ("max_gpus_per_job", "max_gpus_per_job", F.int_min(0), None),
-    ("max_gpus_per_user", "max_gpus_per_user", F.int_min(0), None),
-    ("max_wall", "max_wall_min", F.limit_min, None),
-    ("preempt_mode", "preempt_mode", F.enum("requeue", "cancel", "off"), None),
-    ("preempts", "preempts", F.names, ()),
-)
-MATCH: Spec = (
-    ("min_gpus", "min_gpus", F.int_min(0), None), ("max_gpus", "max_gpus", F.int_min(0), None),
-    ("max_time", "max_time_min", F.duration_min, None), ("array", "array", F.boolean, None),
-    ("interactive", "interactive", F.boolean, None), ("explicit", "explicit", F.boolean, False),
-    ("gpu_fraction", "gpu_fraction", F.boolean, None), ("gpu_types", "gpu_types", F.names, ()),
-    ("accounts", "accounts", F.names, ()), ("users", "users", F.names, ()), ("groups", "groups", F.names, ()),
-)
-CLASS: Spec = (
-    ("name", "name", F.name, REQ), ("description", "description", F.text, ""),
-    ("match", "match", MATCH, {}), ("partition", "partition", F.name, REQ), ("qos", "qos", F.name, None),
-    ("options", "options", F.options, ()), ("checkpoint_required", "checkpoint_required", F.boolean, False),
-)
-DEFAULTS: Spec = (
-    ("cpus_per_gpu", "cpus_per_gpu", F.cpus_per_gpu, "topology"),
-    ("mem_per_gpu", "mem_per_gpu_mb", F.mem_mb, None),
-    ("signal_lead_time", "signal_lead_time_s", F.duration_s, 120),
-    ("max_requeues", "max_requeues", F.int_min(0), 3), ("gpu_type", "gpu_type", F.name, None),
-    ("untyped_gpus", "untyped_gpus", F.enum("resolve", "reject"), "resolve"),
-)
-ISOLATION: Spec = (
-    ("fraction_mode", "fraction_mode", F.enum("mig", "mps", "mig-then-mps", "reject"), "mig-then-mps"),
-    ("mig_max_fraction", "mig_max_fraction", F.fraction, 0.5),
-    ("mig_partition", "mig_partition", F.name, None), ("mig_profiles", "mig_profiles", F.mig_profiles, ()),
-    ("mps_partition", "mps_partition", F.name, None),
-    ("mps_min_share_pct", "mps_min_share_pct", F.pct, 10), ("mps_max_share_pct", "mps_max_share_pct", F.pct, 50),
-)
-LIST_SECTIONS: dict[str, Spec] = {
-    "gpu_types": GPU_TYPE, "node_types": NODE_TYPE, "partitions": PARTITION, "qos": QOS, "classes": CLASS,
-}
-MAP_SECTIONS: dict[str, Spec] = {"defaults": DEFAULTS, "isolation": ISOLATION}
-TOP_KEYS = ("version", "name", "description", "include", *LIST_SECTIONS, *MAP_SECTIONS, "messages")
+
+
+def spec_of(cls: type) -> Spec:
+    """The converter table of a model dataclass, from its fields' ``yaml(...)`` metadata."""
+    out = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata.get("kind")
+        if meta is None:
+            continue
+        default = (f.default if f.default is not dataclasses.MISSING else
+                   f.default_factory() if f.default_factory is not dataclasses.MISSING else REQ)
+        if isinstance(meta, K.Nested):
+            out.append((f.metadata["yaml"], f.name, spec_of(meta.cls), {}))
+        else:
+            out.append((f.metadata["yaml"], f.name, F.converter(meta), default))
+    return tuple(out)
+
+
+def _top() -> tuple[dict[str, Spec], dict[str, Spec], tuple[str, ...]]:
+    lists, maps, keys = {}, {}, []
+    for f in dataclasses.fields(Policy):
+        kind = f.metadata.get("kind")
+        if kind is None:
+            continue
+        keys.append(f.metadata["yaml"])
+        if isinstance(kind, K.Section):
+            lists[f.metadata["yaml"]] = spec_of(kind.cls)
+        elif isinstance(kind, K.Nested):
+            maps[f.metadata["yaml"]] = spec_of(kind.cls)
+    return lists, maps, tuple(keys)
+
+
+LIST_SECTIONS, MAP_SECTIONS, TOP_KEYS = _top()
 
 
 @dataclass
@@ -104,6 +83,7 @@ class Context:
     messages: dict[str, tuple[str, str, YNode]] = field(default_factory=dict)  # key -> (text, file, node)
     files: list[str] = field(default_factory=list)  # absolute paths, load order
     top: dict[str, Any] = field(default_factory=dict)
+    include_roots: list[str] = field(default_factory=list)  # realpaths includes must stay under
 
     def bad(self, file: str, node: YNode, path: str, found: str, allowed: str) -> None:
         self.problems.append(f"{file}:{node.line}:{node.col}: {path}: found {found}, allowed {allowed}")
@@ -115,7 +95,8 @@ def did_you_mean(word: str, choices: Any) -> str:
 
 
 def unknown_key(ctx: Context, file: str, key: YNode, path: str, allowed: Any) -> None:
-    ctx.bad(file, key, f"{path}.{key.value}" if path else str(key.value), f"unknown key {key.value!r}",
+    shown = F.key_text(key.value)
+    ctx.bad(file, key, f"{path}.{shown}" if path else shown, f"unknown key {shown!r}",
             "one of " + ", ".join(allowed) + did_you_mean(str(key.value), allowed))
 
 
@@ -126,7 +107,8 @@ def convert(ctx: Context, file: str, node: YNode, path: str, spec: Spec) -> Entr
         ctx.bad(file, node, path, F.describe(node), "a mapping with keys " + ", ".join(s[0] for s in spec))
         return entry
     for dup in node.duplicates:
-        ctx.bad(file, dup, f"{path}.{dup.value}", f"duplicate key {dup.value!r}", "each key once")
+        ctx.bad(file, dup, f"{path}.{F.key_text(dup.value)}", f"duplicate key {F.key_text(dup.value)!r}",
+                "each key once")
     known = {s[0]: s for s in spec}
     for key, (knode, _) in node.keys.items():
         if key not in known:
@@ -153,28 +135,55 @@ def convert(ctx: Context, file: str, node: YNode, path: str, spec: Spec) -> Entr
     return entry
 
 
+MAX_FILES = 100  # the top file and its includes
+
+
 def _read(ctx: Context, file: str, where: tuple[str, YNode] | None) -> YNode | None:
     try:
-        with open(file, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        if where:
-            ctx.bad(where[0], where[1], "include", f"{file!r} ({reason.lower()})", "a readable policy file")
+        text = read_policy_text(file)
+    except ReadError as exc:
+        if exc.where is not None:
+            ctx.problems.append(f"{file}:{exc.where[0]}:{exc.where[1]}: encoding: found a {exc.reason}, "
+                                "allowed UTF-8 text")
+        elif where:
+            ctx.bad(where[0], where[1], "include", f"{file!r} ({exc.reason})", "a readable policy file")
         else:
-            ctx.problems.append(f"{file}: cannot read policy file: {reason.lower()}")
+            ctx.problems.append(f"{file}: cannot read policy file: {exc.reason}")
         return None
     try:
         root = parse_yaml(text)
     except YamlSyntaxError as exc:
-        ctx.problems.append(f"{file}:{exc.line}:{exc.col}: yaml: found {exc.problem}, allowed valid YAML")
+        ctx.problems.append(f"{file}:{exc.line}:{exc.col}: yaml: found {exc.problem}, allowed {exc.allowed}")
         return None
-    if root is None or root.kind != "map":
+    if root is None or root.kind != "map":  # never quote the content: the file may not be a policy at all
+        found = "an empty document" if root is None else f"a {'list' if root.kind == 'seq' else 'scalar'}, not a YAML mapping"
         node = root or YNode("scalar", 1, 1)
-        ctx.bad(file, node, "(top level)", "an empty document" if root is None else F.describe(root),
-                "a mapping with 'version: 1'")
+        ctx.bad(file, node, "(top level)", found, "a mapping with 'version: 1'")
         return None
     return root
+
+
+def _include_roots(ctx: Context, file: str, root: YNode) -> list[str]:
+    """Directories includes may come from: the top file's own, and its ``include_dirs``."""
+    roots = [os.path.realpath(os.path.dirname(os.path.abspath(file)))]
+    if "include_dirs" in root.keys:
+        vnode = root.keys["include_dirs"][1]
+        allowed = "a list of absolute directories"
+        items = vnode.items if vnode.kind == "seq" else None
+        if items is None:
+            ctx.bad(file, vnode, "include_dirs", F.describe(vnode), allowed)
+            items = []
+        for item in items:
+            if item.kind != "scalar" or not isinstance(item.value, str) or not os.path.isabs(item.value):
+                ctx.bad(file, item, "include_dirs", F.describe(item), allowed)
+                continue
+            roots.append(os.path.realpath(item.value))
+            ctx.top.setdefault("include_dirs", []).append(item.value)
+    return roots
+
+
+def _under(path: str, roots: list[str]) -> bool:
+    return any(os.path.commonpath([path, r]) == r for r in roots)
 
 
 def load_file(ctx: Context, file: str, stack: tuple[str, ...], where: tuple[str, YNode] | None = None) -> None:
@@ -183,18 +192,23 @@ def load_file(ctx: Context, file: str, stack: tuple[str, ...], where: tuple[str,
     if root is None:
         return
     ctx.files.append(absolute)
+    if "version" not in root.keys:  # not a policy file: check nothing else, so none of it is quoted
+        ctx.bad(file, root, "version", "nothing (missing key)", "version: 1 (a file without it is not read as a policy)")
+        return
     for dup in root.duplicates:
-        ctx.bad(file, dup, str(dup.value), f"duplicate key {dup.value!r}", "each key once")
+        ctx.bad(file, dup, F.key_text(dup.value), f"duplicate key {F.key_text(dup.value)!r}", "each key once")
     for key, (knode, _) in root.keys.items():
         if key not in TOP_KEYS:
             unknown_key(ctx, file, knode, "", TOP_KEYS)
-    if "version" not in root.keys:
-        ctx.bad(file, root, "version", "nothing (missing key)", "version: 1")
-    else:
-        vnode = root.keys["version"][1]
-        if vnode.kind != "scalar" or vnode.value != 1 or isinstance(vnode.value, bool):
-            ctx.bad(file, vnode, "version", F.describe(vnode), "1")
+    vnode = root.keys["version"][1]
+    if vnode.kind != "scalar" or vnode.value != 1 or isinstance(vnode.value, bool):
+        ctx.bad(file, vnode, "version", F.describe(vnode), "1")
     if not stack:  # top file only
+        ctx.include_roots = _include_roots(ctx, file, root)
+    elif "include_dirs" in root.keys:
+        knode = root.keys["include_dirs"][0]
+        ctx.bad(file, knode, "include_dirs", "include_dirs in an included file", "include_dirs in the top file only")
+    if not stack:
         for key, conv in (("name", F.name), ("description", F.text)):
             if key in root.keys:
                 try:
@@ -218,6 +232,13 @@ def load_file(ctx: Context, file: str, stack: tuple[str, ...], where: tuple[str,
                 continue
             if child_abs in ctx.files:
                 continue  # diamond: already loaded once
+            if not _under(child_abs, ctx.include_roots):
+                ctx.bad(file, item, "include", f"{item.value!r}, outside {' and '.join(ctx.include_roots)}",
+                        "a file under the policy's directory or under one of include_dirs")
+                continue
+            if len(ctx.files) >= MAX_FILES:
+                ctx.bad(file, item, "include", f"more than {MAX_FILES} files", f"at most {MAX_FILES} files")
+                continue
             load_file(ctx, child, (*stack, absolute), (file, item))
     for section, spec in LIST_SECTIONS.items():
         if section not in root.keys:
@@ -262,12 +283,12 @@ def _messages(ctx: Context, file: str, node: YNode) -> None:
         try:
             used = [f for _, f, _, _ in string.Formatter().parse(vnode.value) if f is not None]
         except ValueError:
-            ctx.bad(file, vnode, f"messages.{key}", repr(vnode.value), "a text with balanced {placeholders}")
+            ctx.bad(file, vnode, f"messages.{key}", F.describe(vnode), "a text with balanced {placeholders}")
             continue
         allowed = sorted(MESSAGE_FIELDS[key])
         for f in used:
             base = f.split(".")[0].split("[")[0]
             if base not in MESSAGE_FIELDS[key]:
-                ctx.bad(file, vnode, f"messages.{key}", f"placeholder {{{f}}}",
+                ctx.bad(file, vnode, f"messages.{key}", f"placeholder {{{F.key_text(f)}}}",
                         "{" + "}, {".join(allowed) + "}" + did_you_mean(base, allowed))
         ctx.messages[key] = (vnode.value, file, vnode)

@@ -13,10 +13,12 @@ inference or frozen weights). fp32 training: Adam = 8, SGD = 4.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from slurm_gpu.policy.model import Policy
+from slurm_gpu.units import parse_param_count
+
+__all__ = ["estimate_vram", "fit_vram", "no_fit_advice", "parse_param_count", "VramEstimate", "VramFit"]
 
 ACTIVATION_FRACTION = 0.25  # activation allowance, as a share of the (sharded) states
 OVERHEAD_GB = 2.0  # CUDA context, allocator slack, NCCL buffers, per GPU
@@ -24,21 +26,6 @@ PRECISIONS = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "sgd", "none")
 _WEIGHT_B = {"bf16": 2, "fp16": 2, "fp32": 4}
 _OPT_B = {("mixed", "adam"): 12, ("mixed", "sgd"): 8, ("fp32", "adam"): 8, ("fp32", "sgd"): 4}
-_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-
-
-def parse_param_count(text: str | float | int) -> float:
-    """``"7B"`` -> 7e9, ``"350M"`` -> 3.5e8, ``"1.3e9"`` -> 1.3e9. Raises ValueError."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text <= 0:
-            raise ValueError(f"bad parameter count {text!r}; must be > 0")
-        return float(text)
-    m = re.match(r"^\s*(\d+(?:\.\d+)?(?:e\d+)?)\s*([kmbgt]?)\s*$", str(text), re.I)
-    if not m or float(m.group(1)) <= 0:
-        raise ValueError(f"bad parameter count {text!r}; accepted: 7B, 350M, 1.3e9, 125000000")
-    return float(m.group(1)) * _SUFFIX[m.group(2).lower()]
-
-
 @dataclass(frozen=True)
 class VramEstimate:
     params: float
@@ -59,8 +46,7 @@ def estimate_vram(params: float, precision: str | None = None, optimizer: str | 
         raise ValueError(f"bad precision {precision!r}; accepted: {', '.join(PRECISIONS)}")
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"bad optimizer {optimizer!r}; accepted: {', '.join(OPTIMIZERS)}")
-    if not params > 0:
-        raise ValueError(f"bad parameter count {params!r}; must be > 0")
+    params = parse_param_count(params)  # finite, > 0 and bounded
     w = _WEIGHT_B[precision]
     if optimizer == "none":
         b = w

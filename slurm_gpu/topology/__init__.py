@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from slurm_gpu.topology.loader import load_topology_file
-from slurm_gpu.topology.model import Cpu, Gpu, Link, Nic, NumaNode, Topology, topology_from_json
+from slurm_gpu.topology.model import Cpu, Gpu, Link, Nic, NumaNode, Topology
+from slurm_gpu.topology.model_json import topology_from_json
 
 __all__ = ["Cpu", "Gpu", "Link", "Nic", "NumaNode", "Topology", "load_topology_file", "topology_from_json"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from slurm_gpu.cpulist import format_cpulist
 from slurm_gpu.topology.binding_table import binding_table
-from slurm_gpu.topology.model import Topology
+from slurm_gpu.topology.model import Nic, NumaNode, Topology
 
 WIDTH = 80
 
@@ -43,11 +43,10 @@ def _gpu_line(topo: Topology, index: int) -> str:
     return "  " + "  ".join(parts)
 
 
-def _socket_of_node(topo: Topology, node_id: int) -> int | None:
-    node = next(n for n in topo.numa_nodes if n.id == node_id)
+def _socket_of_node(topo: Topology, node: NumaNode) -> int | None:
     if node.socket is not None:
         return node.socket
-    sockets = {c.socket for c in topo.cpus if c.os_id in set(node.cpus)}
+    sockets = {topo.core_socket(c) for c in topo.numa_cores(node.id)}
     return sockets.pop() if len(sockets) == 1 else None
 
 
@@ -62,31 +61,39 @@ def render(topo: Topology) -> str:
         )
     ]
     placed: set[int] = set()
+    nodes_of: dict[int | None, list[NumaNode]] = {}
+    for n in topo.numa_nodes:
+        nodes_of.setdefault(_socket_of_node(topo, n), []).append(n)
+    gpus_of: dict[int | None, list[int]] = {}
+    for g in topo.gpus:
+        gpus_of.setdefault(g.numa_node, []).append(g.index)
+    nics_of: dict[int | None, list[Nic]] = {}
+    for nic in topo.nics:
+        nics_of.setdefault(nic.numa_node, []).append(nic)
     for s in sorted({c.socket for c in topo.cpus}):
         cores = topo.socket_cores(s)
-        cpus = [c.os_id for c in topo.cpus if c.socket == s]
+        cpus = topo.socket_cpus(s)
         body: list[str] = []
-        for n in topo.numa_nodes:
-            if _socket_of_node(topo, n.id) != s:
-                continue
-            ncores = sorted({c.core for c in topo.cpus if c.os_id in set(n.cpus)})
+        for n in nodes_of.get(s, []):
+            ncores = topo.numa_cores(n.id)
             body.append(f"NUMA {n.id}: cpus {format_cpulist(n.cpus)}  cores {format_cpulist(ncores)}")
-            for g in topo.gpus:
-                if g.numa_node == n.id:
-                    body.append(_gpu_line(topo, g.index))
-                    placed.add(g.index)
-            for nic in topo.nics:
-                if nic.numa_node == n.id:
-                    body.append(f"  NIC{nic.index} {nic.name}")
+            for index in gpus_of.get(n.id, []):
+                body.append(_gpu_line(topo, index))
+                placed.add(index)
+            for nic in nics_of.get(n.id, []):
+                body.append(f"  NIC{nic.index} {nic.name}")
         if not body:
             body.append("(no NUMA information)")
         title = f"Socket {s}: cores {format_cpulist(cores)}, cpus {format_cpulist(cpus)}"
         lines += _box(title, body)
     memory_only = [n for n in topo.numa_nodes if not n.cpus]
     for n in memory_only:
-        body = [_gpu_line(topo, g.index) for g in topo.gpus if g.numa_node == n.id]
-        placed.update(g.index for g in topo.gpus if g.numa_node == n.id)
-        lines += _box(f"NUMA {n.id}: memory only (no CPUs)", body or ["(no GPUs)"])
+        if n.id in gpus_of:
+            lines += _box(f"NUMA {n.id}: memory only (no CPUs)", [_gpu_line(topo, i) for i in gpus_of[n.id]])
+            placed.update(gpus_of[n.id])
+    bare = [n.id for n in memory_only if n.id not in gpus_of]
+    if bare:  # Grace/GH200 GPU-memory nodes: one line, not a box each
+        lines += textwrap.wrap(f"NUMA {format_cpulist(bare)}: memory only (no CPUs, no GPU placed)", WIDTH)
     loose = [f"NIC{n.index} {n.name}" for n in topo.nics if n.numa_node is None]
     if loose:
         lines += textwrap.wrap("NICs with unknown locality: " + ", ".join(loose), WIDTH)
@@ -97,7 +104,8 @@ def render(topo: Topology) -> str:
     from slurm_gpu.topology.slurmconf import numa_advice
 
     advice = numa_advice(topo)
-    for note in (*topo.notes, *([advice] if advice else [])):
+    assumed = [topo.socket_assumption] if topo.socket_assumption else []
+    for note in (*assumed, *topo.notes, *([advice] if advice else [])):
         lines += textwrap.wrap(f"note: {note}", WIDTH, subsequent_indent="      ", break_on_hyphens=False)
     return "\n".join(lines) + "\n"
 

@@ -10,34 +10,44 @@ locality is the cpuset/nodeset of its first non-I/O ancestor. NVLink counts come
 
 from __future__ import annotations
 
+import functools
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 
 from slurm_gpu.errors import TopologyError
-from slurm_gpu.topology.model import Gpu, Link, Nic, NumaNode, Thread, Topology, build_topology
+from slurm_gpu.topology.model import MAX_GPUS, Gpu, Link, Nic, NumaNode, Thread, Topology, build_topology, clip
 
 _IO = {"Bridge", "PCIDev", "OSDev", "Misc"}
 _NVIDIA_GPU = re.compile(r"^03\w\w \[10de:")
 _NIC = re.compile(r"^02\w\w ")
 _MAX_BITS = 0x8000
+_MAX_DEPTH = 128  # lstopo XML nests about a dozen levels; 100,000 means a hostile file
 
 
 def parse_bitmap(text: str, where: str) -> frozenset[int]:
     """hwloc bitmap ``0x00000303,0x03030000,,0x03030303`` (32-bit words, most significant first)."""
-    text = text.strip()
+    bits = _bitmap(text.strip())
+    if isinstance(bits, str):
+        raise TopologyError(f"{where}: {bits}")
+    return bits
+
+
+@functools.lru_cache(maxsize=256)
+def _bitmap(text: str) -> frozenset[int] | str:
+    """The bits, or the problem as text (cached: every GPU and NIC repeats its parent's cpuset)."""
     if text.startswith("0xf...f"):
-        raise TopologyError(f"{where}: infinite bitmap {text!r} is not supported")
+        return f"infinite bitmap {clip(text)} is not supported"
     words = text.split(",")
     if len(words) * 32 > _MAX_BITS:
-        raise TopologyError(f"{where}: bitmap {text[:40]!r} is too large")
+        return f"bitmap {clip(text)} is too large"
     bits: set[int] = set()
     for pos, word in enumerate(reversed(words)):
         w = word.strip()
         if not w:
             continue
         if not re.fullmatch(r"0x[0-9a-fA-F]{1,8}", w):
-            raise TopologyError(f"{where}: bad bitmap word {w!r} in {text!r}; expected 0xXXXXXXXX words")
+            return f"bad bitmap word {clip(w)} in {clip(text)}; expected 0xXXXXXXXX words"
         value = int(w, 16)
         bits.update(pos * 32 + b for b in range(32) if value >> b & 1)
     return frozenset(bits)
@@ -45,8 +55,8 @@ def parse_bitmap(text: str, where: str) -> frozenset[int]:
 
 def _attr_int(el: ET.Element, name: str, where: str) -> int:
     v = el.get(name)
-    if v is None or not re.fullmatch(r"\d{1,9}", v):
-        raise TopologyError(f"{where}: {el.get('type')} object needs an integer {name}=, got {v!r}")
+    if v is None or not re.fullmatch(r"[0-9]{1,9}", v):
+        raise TopologyError(f"{where}: {clip(el.get('type'))} object needs an integer {name}=, got {clip(v)}")
     return int(v)
 
 
@@ -65,9 +75,13 @@ def topology_from_hwloc(text: str, source: str = "hwloc XML") -> Topology:
     if top is None:
         raise TopologyError(f"{source}: no <object> in the topology")
     parents: dict[ET.Element, ET.Element] = {}
-    for p in root.iter("object"):
+    depth: dict[ET.Element, int] = {top: 1}
+    for p in root.iter("object"):  # document order: a parent comes before its children
         for ch in p.findall("object"):
             parents[ch] = p
+            depth[ch] = depth.get(p, 1) + 1
+            if depth[ch] > _MAX_DEPTH:
+                raise TopologyError(f"{source}: objects nested deeper than {_MAX_DEPTH} levels; not an lstopo XML")
 
     def ancestors(el: ET.Element) -> list[ET.Element]:
         out = []
@@ -89,7 +103,7 @@ def topology_from_hwloc(text: str, source: str = "hwloc XML") -> Topology:
                     id=nid,
                     cpus=tuple(sorted(cpus)),
                     socket=None if sock is None else _attr_int(sock, "os_index", source),
-                    memory_mb=int(mem) // 2**20 if mem and mem.isdigit() else None,
+                    memory_mb=int(mem) // 2**20 if mem and re.fullmatch(r"[0-9]{1,20}", mem) else None,
                 )
             )
             for b in parse_bitmap(el.get("nodeset", ""), source):
@@ -118,12 +132,14 @@ def topology_from_hwloc(text: str, source: str = "hwloc XML") -> Topology:
 
     pcidevs = [el for el in root.iter("object") if el.get("type") == "PCIDev"]
     gpu_els = [el for el in pcidevs if _NVIDIA_GPU.match(el.get("pci_type", ""))]
+    if len(gpu_els) > MAX_GPUS:
+        raise TopologyError(f"{source}: {len(gpu_els)} NVIDIA GPUs; at most {MAX_GPUS} are supported per node")
     nvml_index: dict[ET.Element, int] = {}
     info: dict[ET.Element, dict[str, str]] = {}
     for el in gpu_els:
         info[el] = {}
         for os_dev in el.findall("object"):
-            m = re.fullmatch(r"nvml(\d+)", os_dev.get("name", ""))
+            m = re.fullmatch(r"nvml([0-9]{1,4})", os_dev.get("name", ""))
             if m:
                 nvml_index[el] = int(m.group(1))
                 info[el] = {i.get("name", ""): i.get("value", "") for i in os_dev.findall("info")}
@@ -164,9 +180,12 @@ def _pcie_links(
     ancestors: Callable[[ET.Element], list[ET.Element]],
     locality: Callable[[ET.Element], tuple[tuple[int, ...] | None, int | None]],
 ) -> list[Link]:
+    anc = {g: ancestors(g) for g in gpu_els}
+    anc_set = {g: set(v) for g, v in anc.items()}
+
     def relation(a: ET.Element, b: ET.Element) -> str:
-        anc_a, anc_b = ancestors(a), ancestors(b)
-        common = next((x for x in anc_a if x in anc_b), None)
+        anc_a, anc_b = anc[a], anc[b]
+        common = next((x for x in anc_a if x in anc_set[b]), None)
         if common is None or common.get("type") not in _IO:
             node_a, node_b = locality(a)[1], locality(b)[1]
             return "NODE" if node_a is not None and node_a == node_b else "SYS"
@@ -203,7 +222,7 @@ def _apply_nvlinks(
     idx = " ".join(i.text or "" for i in dist.findall("indexes")).split()
     vals_text = " ".join(v.text or "" for v in dist.findall("u64values")).split()
     n = len(idx)
-    if len(vals_text) != n * n or not all(v.isdigit() for v in vals_text):
+    if len(vals_text) != n * n or not all(re.fullmatch(r"[0-9]{1,15}", v) for v in vals_text):
         raise TopologyError(f"{source}: NVLinkBandwidth has {len(vals_text)} values for {n} objects; expected {n * n}")
     vals = [int(v) for v in vals_text]
     objs = [by_gp.get(i) for i in idx]
@@ -211,8 +230,8 @@ def _apply_nvlinks(
     def count(bw: int) -> int:
         for per_link in (25000, 20000, 50000):  # NVLink 2-4: 25 GB/s, NVLink 1: 20 GB/s per link
             if bw % per_link == 0:
-                return bw // per_link
-        return max(1, round(bw / 25000))
+                return min(bw // per_link, 999)
+        return min(max(1, round(bw / 25000)), 999)
 
     gpu_at = {i: label[owner[o]] for i, o in enumerate(objs) if o is not None and o in owner}
     switch_at = [i for i, o in enumerate(objs) if o is not None and o.get("subtype") == "NVSwitch"]
@@ -224,7 +243,7 @@ def _apply_nvlinks(
                 direct[frozenset((gi, gj))] = count(vals[i * n + j])
         s = sum(count(vals[i * n + k]) for k in switch_at if vals[i * n + k])
         if s:
-            via_switch[gi] = s
+            via_switch[gi] = min(s, 999)
     out = []
     for lk in links:
         key = frozenset((lk.a, lk.b))

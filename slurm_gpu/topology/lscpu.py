@@ -13,7 +13,9 @@ import re
 from dataclasses import dataclass
 
 from slurm_gpu.errors import TopologyError
-from slurm_gpu.topology.model import MAX_CPUS, NumaNode, Thread, checked_cpulist
+from slurm_gpu.topology.model import MAX_CPUS, NumaNode, Thread, checked_cpulist, clip
+
+_ID = re.compile(r"[0-9]{1,6}")  # lscpu counts and ids; more digits mean a corrupt file
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,8 @@ class CpuLayout:
     threads: tuple[Thread, ...]
     numa_nodes: tuple[NumaNode, ...]
     notes: tuple[str, ...] = ()
+    source: str | None = None  # the lscpu file it came from; None when inferred from topo -m
+    socket_assumption: str | None = None  # how sockets were guessed (inferred layouts only)
 
 
 def parse_lscpu(text: str, source: str = "lscpu") -> CpuLayout:
@@ -47,16 +51,18 @@ def _parse_parsable(lines: list[str], source: str) -> CpuLayout:
         row = dict(zip(cols, cells))
         if any(c not in row for c in ("CPU", "Core", "Socket") if c in cols) or "CPU" not in row:
             raise TopologyError(f"{source}:{lineno}: expected CSV columns {','.join(cols)}, got {line!r}")
-        try:
-            cpu = int(row["CPU"])
-            core = int(row.get("Core") or cpu)
-            socket = int(row.get("Socket") or 0)
-            node_s = row.get("Node", "")
-            node = int(node_s) if node_s not in ("", "-") else None
-        except (KeyError, ValueError):
+        node_s = row.get("Node", "")
+        values = [row["CPU"], row.get("Core") or row["CPU"], row.get("Socket") or "0"]
+        if not all(_ID.fullmatch(v) for v in values) or node_s not in ("", "-") and not _ID.fullmatch(node_s):
             raise TopologyError(
-                f"{source}:{lineno}: bad lscpu -p row {line!r}; expected integers in columns {','.join(cols)}"
-            ) from None
+                f"{source}:{lineno}: bad lscpu -p row {clip(line)}; expected integers in columns {','.join(cols)}"
+            )
+        cpu, core, socket = (int(v) for v in values)
+        if cpu >= MAX_CPUS:
+            raise TopologyError(f"{source}:{lineno}: cpu {cpu} is beyond Slurm's limit {MAX_CPUS}")
+        if len(threads) >= MAX_CPUS:
+            raise TopologyError(f"{source}:{lineno}: more than {MAX_CPUS} CPU rows")
+        node = int(node_s) if node_s not in ("", "-") else None
         threads.append(Thread(os_id=cpu, socket=socket, core_key=core, numa_node=node))
     if not threads:
         raise TopologyError(f"{source}: no CPU rows found; expected `lscpu -p` or `lscpu` output")
@@ -65,12 +71,12 @@ def _parse_parsable(lines: list[str], source: str) -> CpuLayout:
         if t.numa_node is not None:
             nodes.setdefault(t.numa_node, []).append(t.os_id)
     numa = tuple(NumaNode(id=n, cpus=tuple(sorted(c)), socket=_socket_of(threads, c)) for n, c in sorted(nodes.items()))
-    return CpuLayout(tuple(threads), numa)
+    return CpuLayout(tuple(threads), numa, source=source)
 
 
 def _socket_of(threads: list[Thread], cpus: list[int] | tuple[int, ...]) -> int | None:
-    wanted = set(cpus)
-    sockets = {t.socket for t in threads if t.os_id in wanted}
+    socket = {t.os_id: t.socket for t in threads}
+    sockets = {socket[c] for c in cpus if c in socket}
     return sockets.pop() if len(sockets) == 1 else None
 
 
@@ -97,11 +103,13 @@ def _parse_plain(lines: list[str], source: str) -> CpuLayout:
         if key in _KEYS and _KEYS[key] not in vals:
             vals[_KEYS[key]] = value
             lines_of[_KEYS[key]] = lineno
-        m = re.match(r"^NUMA node(\d+) CPU\(s\)$", key)
+        m = re.match(r"^NUMA node(\d{1,5}) CPU\(s\)$", key)
         if m:
             numa[int(m.group(1))] = checked_cpulist(value, f"{source}:{lineno}", key)
             numa_line[int(m.group(1))] = lineno
     try:
+        if not all(_ID.fullmatch(vals.get(k, "1")) for k in ("threads", "cores", "sockets")):
+            raise ValueError
         n_threads, n_cores = int(vals["threads"]), int(vals["cores"])
         n_sockets = int(vals.get("sockets", "1"))  # some arm64 lscpu builds print Cluster(s) instead
     except (KeyError, ValueError):
@@ -128,17 +136,20 @@ def _parse_plain(lines: list[str], source: str) -> CpuLayout:
             f"({n_sockets} sockets x {n_cores} cores x {n_threads} threads); use `lscpu -p` instead"
         )
     cpu_node = {c: n for n, cs in numa.items() for c in cs}
-    threads = []
+    threads: list[Thread] = []
     for cpu in range(total):
         core = cpu % total_cores
         threads.append(Thread(os_id=cpu, socket=core // n_cores, core_key=core, numa_node=cpu_node.get(cpu)))
     # Check the sibling assumption: a core's threads must share a NUMA node.
+    siblings: dict[int, list[int]] = {}
+    for t in threads:
+        siblings.setdefault(t.core_key, []).append(t.os_id)
     for n, cs in numa.items():
+        members = set(cs)
         for c in cs:
             if c >= total:
                 raise TopologyError(f"{source}:{numa_line[n]}: NUMA node{n} lists cpu {c} but there are {total} CPUs")
-            sib = {t.os_id for t in threads if t.core_key == c % total_cores}
-            if not sib <= set(cs):
+            if not all(s in members for s in siblings[c % total_cores]):
                 raise TopologyError(
                     f"{source}:{numa_line[n]}: NUMA node{n} splits the threads of one core; "
                     "plain lscpu cannot describe this node, use `lscpu -p`"
@@ -150,4 +161,4 @@ def _parse_plain(lines: list[str], source: str) -> CpuLayout:
             f"{source}: thread siblings assumed to be cpu i and i+{total_cores} "
             "(plain lscpu; use lscpu -p to be exact)",
         )
-    return CpuLayout(tuple(threads), nodes, note)
+    return CpuLayout(tuple(threads), nodes, note, source=source)

@@ -13,39 +13,70 @@ Two CPU numberings live side by side:
 
 from __future__ import annotations
 
+import functools
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from slurm_gpu.cpulist import parse_cpulist
 from slurm_gpu.errors import TopologyError
 
 # Link relations from `nvidia-smi topo -m`, best first. "NV#" is a bonded set of # NVLinks.
 PCIE_RELATIONS: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
-_NV = re.compile(r"^NV(\d+)$")
+_NV = re.compile(r"^NV(\d{1,3})$")
+RELATION = re.compile(r"^(X|NV\d{1,3}|PIX|PXB|PHB|NODE|SYS|SOC)$")  # what a topo -m matrix cell may say
 
 
 MAX_CPUS = 0x8000  # Slurm's MAX_CPUS (gpu_nvml.c); a larger cpu id means a corrupt capture
-_CPULIST = re.compile(r"\d{1,6}(-\d{1,6})?(,\d{1,6}(-\d{1,6})?)*")
+MAX_GPUS = 1024  # GPU indexes and device columns beyond this mean a corrupt or hostile input
+_CPU_ITEM = re.compile(r"(\d{1,6})(?:-(\d{1,6}))?")
+_IDS = tuple(range(MAX_CPUS))  # shared int objects: large affinity lists cost 8 bytes per cpu
+
+
+def clip(value: object, limit: int = 60) -> str:
+    """``repr`` of a value cut to ``limit`` characters, for one-line error messages."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return "<a huge integer>"
+    try:
+        r = repr(value)
+    except (RecursionError, ValueError):
+        return f"<a {type(value).__name__}>"
+    return r if len(r) <= limit else r[: limit - 4] + "...'"
 
 
 def checked_cpulist(text: str, where: str, what: str = "cpu list") -> tuple[int, ...]:
-    """``parse_cpulist`` with our error type and a bound on the ids (no 0-99999999 blow-ups)."""
+    """A cpu list (``0-55,112-167``) with our error type. Linear in the text and the cpus named:
+    ids are checked against MAX_CPUS before any range is expanded, and the ranges together may
+    name at most MAX_CPUS cpus (so ``0-32767`` repeated cannot cost quadratic time)."""
     text = text.strip()
     if not text:
         return ()
-    if not _CPULIST.fullmatch(text):
-        raise TopologyError(f"{where}: bad {what} {text!r}; expected a cpu list like 0-15,64-79")
-    try:
-        cpus = parse_cpulist(text)
-    except ValueError as e:
-        raise TopologyError(f"{where}: bad {what} {text!r}: {e}") from None
-    if cpus and cpus[-1] >= MAX_CPUS:
-        raise TopologyError(f"{where}: {what} {text!r} names cpu {cpus[-1]}, beyond Slurm's limit {MAX_CPUS}")
-    return cpus
+    parts: list[tuple[int, int]] = []
+    total = 0
+    for item in text.split(","):
+        m = _CPU_ITEM.fullmatch(item.strip())
+        if not m:
+            raise TopologyError(f"{where}: bad {what} {clip(text)}; expected a cpu list like 0-15,64-79")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) is not None else lo
+        if hi < lo:
+            raise TopologyError(f"{where}: bad {what} {clip(text)}: range {lo}-{hi} runs backwards")
+        if hi >= MAX_CPUS:
+            raise TopologyError(f"{where}: {what} {clip(text)} names cpu {hi}, beyond Slurm's limit {MAX_CPUS}")
+        total += hi - lo + 1
+        if total > MAX_CPUS:
+            raise TopologyError(f"{where}: {what} {clip(text)} names more than {MAX_CPUS} cpus")
+        parts.append((lo, hi))
+    if all(parts[i][1] < parts[i + 1][0] for i in range(len(parts) - 1)):  # sorted, disjoint: the norm
+        out: list[int] = []
+        for lo, hi in parts:
+            out.extend(_IDS[lo : hi + 1])
+        return tuple(out)
+    return tuple(sorted({c for lo, hi in parts for c in _IDS[lo : hi + 1]}))
 
 
+@functools.lru_cache(maxsize=64)
 def relation_rank(kind: str) -> int:
     """Smaller is closer: NVLink 0, then PIX 1 ... SYS 5. Unknown relations rank last."""
     if _NV.match(kind):
@@ -141,13 +172,21 @@ class Topology:
     nics: tuple[Nic, ...] = ()
     links: tuple[Link, ...] = ()
     notes: tuple[str, ...] = field(default=(), compare=False)  # assumptions made while parsing
+    # How sockets were found when no CPU listing was given (e.g. derived from disjoint GPU affinity
+    # sets); None when they come from lscpu, hwloc or sysfs. The CLI prints it on stderr.
+    socket_assumption: str | None = field(default=None, compare=False)
+
+    # -- indexes (built once per Topology; every lookup below is O(1) or O(answer)) ---------------
+    @functools.cached_property
+    def _index(self) -> _Index:
+        return _Index(self)
 
     # -- lookups ---------------------------------------------------------------------------------
     def gpu(self, index: int) -> Gpu:
-        for g in self.gpus:
-            if g.index == index:
-                return g
-        raise TopologyError(f"no GPU with index {index}; this node has {len(self.gpus)} GPUs")
+        g = self._index.gpus.get(index)
+        if g is None:
+            raise TopologyError(f"no GPU with index {index}; this node has {len(self.gpus)} GPUs")
+        return g
 
     def gpu_cpus(self, index: int) -> tuple[int, ...]:
         """OS cpu ids local to a GPU: its own affinity, else its NUMA node's cpus, else ()."""
@@ -155,28 +194,47 @@ class Topology:
         if g.cpus is not None:
             return g.cpus
         if g.numa_node is not None:
-            for n in self.numa_nodes:
-                if n.id == g.numa_node:
-                    return n.cpus
+            node = self._index.numa.get(g.numa_node)
+            if node is not None:
+                return node.cpus
         return ()
 
     def gpu_cores(self, index: int) -> tuple[int, ...]:
         """Slurm abstract core ids local to a GPU (() if unknown)."""
-        wanted = set(self.gpu_cpus(index))
-        return tuple(sorted({c.core for c in self.cpus if c.os_id in wanted}))
+        return self.cpus_cores(self.gpu_cpus(index))
+
+    def cpus_cores(self, os_ids: tuple[int, ...]) -> tuple[int, ...]:
+        """Slurm abstract core ids holding any of these OS cpus (unknown ids are ignored)."""
+        idx = self._index
+        got = idx.cores_of_cpus.get(os_ids)
+        if got is None:
+            core_of = idx.core_of
+            got = tuple(sorted({core_of[c] for c in os_ids if c in core_of}))
+            if len(idx.cores_of_cpus) < 4096:
+                idx.cores_of_cpus[os_ids] = got
+        return got
 
     def core_socket(self, core_id: int) -> int:
-        for c in self.cpus:
-            if c.core == core_id:
-                return c.socket
-        raise TopologyError(f"no core with abstract id {core_id}; cores are 0-{self.total_cores - 1}")
+        s = self._index.core_socket.get(core_id)
+        if s is None:
+            raise TopologyError(f"no core with abstract id {core_id}; cores are 0-{self.total_cores - 1}")
+        return s
 
     def socket_cores(self, socket: int) -> tuple[int, ...]:
-        return tuple(sorted({c.core for c in self.cpus if c.socket == socket}))
+        return self._index.socket_cores.get(socket, ())
+
+    def socket_cpus(self, socket: int) -> tuple[int, ...]:
+        """OS cpu ids (hardware threads) of one socket."""
+        return self._index.socket_cpus.get(socket, ())
 
     def core_cpus(self, core_id: int) -> tuple[int, ...]:
         """OS cpu ids (hardware threads) of one abstract core."""
-        return tuple(sorted(c.os_id for c in self.cpus if c.core == core_id))
+        return self._index.core_cpus.get(core_id, ())
+
+    def numa_cores(self, node_id: int) -> tuple[int, ...]:
+        """Abstract core ids with a thread in this NUMA node."""
+        node = self._index.numa.get(node_id)
+        return self.cpus_cores(node.cpus) if node is not None else ()
 
     def gpu_socket(self, index: int) -> int | None:
         """The socket holding the GPU's local cores, or None if unknown or spread over sockets."""
@@ -184,14 +242,11 @@ class Topology:
         return sockets.pop() if len(sockets) == 1 else None
 
     def link_object(self, a: str, b: str) -> Link | None:
-        for lk in self.links:
-            if (lk.a == a and lk.b == b) or (lk.a == b and lk.b == a):
-                return lk
-        return None
+        return self._index.links.get((a, b))
 
     def link(self, a: str, b: str) -> str | None:
         """Relation between two devices (``"GPU0"``, ``"NIC3"``); None if not recorded."""
-        lk = self.link_object(a, b)
+        lk = self._index.links.get((a, b))
         return None if lk is None else lk.kind
 
     @property
@@ -207,27 +262,30 @@ class Topology:
         return asdict(self)
 
 
-def _tuple_or_none(v: Iterable[int] | None) -> tuple[int, ...] | None:
-    return None if v is None else tuple(v)
+class _Index:
+    """Lookup tables for one Topology (private; built lazily by ``Topology._index``)."""
 
-
-def topology_from_json(data: dict[str, Any]) -> Topology:
-    """Inverse of ``Topology.to_json()``. Raises TopologyError on a wrong shape."""
-    try:
-        return Topology(
-            sockets=int(data["sockets"]),
-            cores_per_socket=int(data["cores_per_socket"]),
-            threads_per_core=int(data["threads_per_core"]),
-            memory_mb=data.get("memory_mb"),
-            numa_nodes=tuple(NumaNode(**{**n, "cpus": tuple(n["cpus"])}) for n in data["numa_nodes"]),
-            cpus=tuple(Cpu(**c) for c in data["cpus"]),
-            gpus=tuple(Gpu(**{**g, "cpus": _tuple_or_none(g.get("cpus"))}) for g in data["gpus"]),
-            nics=tuple(Nic(**n) for n in data.get("nics", ())),
-            links=tuple(Link(**lk) for lk in data.get("links", ())),
-            notes=tuple(data.get("notes", ())),
-        )
-    except (KeyError, TypeError, ValueError) as e:
-        raise TopologyError(f"bad topology JSON: {e!r}; expected the shape of Topology.to_json()") from None
+    def __init__(self, topo: Topology) -> None:
+        self.gpus = {g.index: g for g in topo.gpus}
+        self.numa = {n.id: n for n in topo.numa_nodes}
+        self.links: dict[tuple[str, str], Link] = {}
+        for lk in topo.links:
+            self.links.setdefault((lk.a, lk.b), lk)
+            self.links.setdefault((lk.b, lk.a), lk)
+        self.core_of = {c.os_id: c.core for c in topo.cpus}
+        self.core_socket: dict[int, int] = {}
+        core_cpus: dict[int, list[int]] = {}
+        socket_cores: dict[int, set[int]] = {}
+        socket_cpus: dict[int, list[int]] = {}
+        for c in topo.cpus:
+            self.core_socket.setdefault(c.core, c.socket)
+            core_cpus.setdefault(c.core, []).append(c.os_id)
+            socket_cores.setdefault(c.socket, set()).add(c.core)
+            socket_cpus.setdefault(c.socket, []).append(c.os_id)
+        self.core_cpus = {k: tuple(sorted(v)) for k, v in core_cpus.items()}
+        self.socket_cores = {k: tuple(sorted(v)) for k, v in socket_cores.items()}
+        self.socket_cpus = {k: tuple(sorted(v)) for k, v in socket_cpus.items()}
+        self.cores_of_cpus: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 
 @dataclass(frozen=True)
@@ -250,6 +308,7 @@ def build_topology(
     links: Iterable[Link] = (),
     memory_mb: int | None = None,
     notes: Iterable[str] = (),
+    socket_assumption: str | None = None,
 ) -> Topology:
     """Number cores the way Slurm does and check the pieces fit together.
 
@@ -263,6 +322,8 @@ def build_topology(
     for t in ths:
         if t.os_id in seen:
             raise TopologyError(f"cpu {t.os_id} listed twice")
+        if not 0 <= t.os_id < MAX_CPUS:
+            raise TopologyError(f"cpu id {clip(t.os_id)} is beyond Slurm's limit {MAX_CPUS}")
         seen.add(t.os_id)
     cores: dict[tuple[int, int], list[Thread]] = {}
     for t in ths:
@@ -273,21 +334,35 @@ def build_topology(
         for n, t in enumerate(sorted(cores[key], key=lambda t: t.os_id)):
             cpus.append(Cpu(os_id=t.os_id, core=abstract, socket=t.socket, numa_node=t.numa_node, thread=n))
     socket_ids = sorted({k[0] for k in cores})
-    per_socket = [sum(1 for k in cores if k[0] == s) for s in socket_ids]
+    count = Counter(k[0] for k in cores)
+    per_socket = [count[s] for s in socket_ids]
     note_list = list(notes)
     if len(set(per_socket)) > 1:
-        note_list.append(f"sockets have different core counts {per_socket}; CoresPerSocket uses the largest")
+        shown = ", ".join(map(str, per_socket[:8])) + (", ..." if len(per_socket) > 8 else "")
+        note_list.append(f"sockets have different core counts [{shown}]; CoresPerSocket uses the largest")
     threads_per_core = max(len(v) for v in cores.values())
     gpus_t = tuple(sorted(gpus, key=lambda g: g.index))
+    if len(gpus_t) > MAX_GPUS:
+        raise TopologyError(f"{len(gpus_t)} GPUs; at most {MAX_GPUS} are supported per node")
+    for a, b in zip(gpus_t, gpus_t[1:]):
+        if a.index == b.index:
+            raise TopologyError(f"GPU index {a.index} appears twice; each GPU needs its own index")
     all_ids = seen
+    checked: set[tuple[int, ...]] = set()  # GPUs often share one affinity tuple: check it once
     for g in gpus_t:
-        if g.cpus is not None and not set(g.cpus) <= all_ids:
+        if g.cpus is None or g.cpus in checked:
+            continue
+        checked.add(g.cpus)
+        if not all_ids.issuperset(g.cpus):
             bad = sorted(set(g.cpus) - all_ids)
             raise TopologyError(
                 f"GPU{g.index} affinity has cpus {bad[:4]} outside the node's cpus "
                 f"(0-{max(all_ids)}); the capture and the CPU listing disagree"
             )
     nodes = tuple(sorted(numa_nodes, key=lambda nn: nn.id))
+    for a, b in zip(nodes, nodes[1:]):
+        if a.id == b.id:
+            raise TopologyError(f"NUMA node {a.id} appears twice")
     for node in nodes:
         if not set(node.cpus) <= all_ids:
             raise TopologyError(f"NUMA node {node.id} lists cpus outside the node's cpus (0-{max(all_ids)})")
@@ -302,4 +377,5 @@ def build_topology(
         nics=tuple(nics),
         links=tuple(links),
         notes=tuple(note_list),
+        socket_assumption=socket_assumption,
     )

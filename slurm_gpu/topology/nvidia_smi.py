@@ -4,11 +4,14 @@
 Accepted variants (all seen in real captures): TAB-separated (the real output; empty padding fields
 between the tail columns), space-aligned terminal pastes, ``CPU Affinity`` / ``NUMA Affinity`` /
 ``GPU NUMA ID`` tail columns (any subset), NIC rows and a ``NIC Legend:`` block, NIC columns named
-``NICn`` or by device (``mlx5_0``), the pre-2018 ``SOC`` spelling of ``SYS``, ANSI colour codes, and
-Markdown re-typings of the table (``| CPU Affinity | NUMA Affinity | | GPU0 | ...``).
+``NICn`` or by device (``mlx5_0``, ``mlx5_bond_0``), the pre-2018 ``SOC`` spelling of ``SYS``, ANSI
+colour codes (also without the escape byte, as web pages keep them: ``[4mGPU0[0m``), ``N/A`` cells,
+shell prompt lines and text before the table, indentation, trailing legend text, Grace-style
+``NUMA Affinity`` lists (``0,3-9,11-17``) and Markdown re-typings of the table.
 
 Values never contain spaces, so data rows split on any whitespace (which also drops the padding);
-only the header has multi-word names.
+only the header has multi-word names. Parsing is linear in the text: at most MAX_GPUS device
+columns, and the distinct CPU Affinity cells may name at most 4 x MAX_CPUS cpus in total.
 """
 
 from __future__ import annotations
@@ -20,35 +23,48 @@ from typing import Any
 
 from slurm_gpu.cpulist import format_cpulist
 from slurm_gpu.errors import TopologyError
+from slurm_gpu.topology.infer import infer_cpu_layout
 from slurm_gpu.topology.lscpu import CpuLayout
 from slurm_gpu.topology.model import (
+    MAX_CPUS,
+    MAX_GPUS,
     PCIE_RELATIONS,
+    RELATION,
     Gpu,
     Link,
     Nic,
     NumaNode,
-    Thread,
     Topology,
     build_topology,
     checked_cpulist,
+    clip,
 )
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_ANSI = re.compile(r"\x1b?\[[0-9;]{0,8}m")  # web pastes keep "[4m" but lose the ESC byte
 _TAIL = {"CPU Affinity": "cpu", "NUMA Affinity": "numa", "GPU NUMA ID": "gpu_numa"}
 _HEADER_TOKEN = re.compile(r"CPU\s+Affinity|NUMA\s+Affinity|GPU\s+NUMA\s+ID|\S+")
 _GPU = re.compile(r"^GPU(\d+)$")
-_REL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
+_AFFINITY_BUDGET = 4 * MAX_CPUS
 
 
 @dataclass(frozen=True)
 class SmiGpu:
-    """One GPU row: its affinity columns as printed (None = N/A or column absent)."""
+    """One GPU row: its affinity columns as printed (None = N/A or column absent). ``numa_nodes``
+    is the whole ``NUMA Affinity`` list (Grace nodes print several); ``numa_node`` its first id."""
 
     index: int
     line: int
     cpus: tuple[int, ...] | None
-    numa_node: int | None
-    gpu_numa_id: int | None
+    numa_nodes: tuple[int, ...] | None
+    gpu_numa_ids: tuple[int, ...] | None
+
+    @property
+    def numa_node(self) -> int | None:
+        return self.numa_nodes[0] if self.numa_nodes else None
+
+    @property
+    def gpu_numa_id(self) -> int | None:
+        return self.gpu_numa_ids[0] if self.gpu_numa_ids else None
 
 
 @dataclass(frozen=True)
@@ -60,55 +76,78 @@ class SmiTable:
     notes: tuple[str, ...] = ()
 
 
-def _norm_label(label: str, nic_labels: dict[str, str]) -> str:
-    return label if _GPU.match(label) else nic_labels[label]
+def _na(text: str) -> bool:
+    return text in ("N/A", "", "-")
 
 
-def _cpus(text: str, where: str) -> tuple[int, ...] | None:
-    if text in ("N/A", "", "-"):
+def _ids(text: str, what: str, where: str) -> tuple[int, ...] | None:
+    """A NUMA id or id list (``0`` or ``0,3-9,11-17``); None for N/A."""
+    if _na(text):
         return None
-    return checked_cpulist(text, where, "CPU Affinity")
+    if not re.fullmatch(r"[0-9,\-]{1,200}", text):
+        raise TopologyError(f"{where}: bad {what} {clip(text)}; expected a NUMA node number, a list or N/A")
+    return checked_cpulist(text, where, what)
 
 
-def _int_or_na(text: str, what: str, where: str) -> int | None:
-    if text in ("N/A", "", "-"):
-        return None
-    if not re.fullmatch(r"\d{1,5}", text):
-        raise TopologyError(f"{where}: bad {what} {text!r}; expected a NUMA node number or N/A")
-    return int(text)
+def _gpu_index(label: str, where: str) -> int:
+    digits = label[3:]
+    if len(digits) > 4 or int(digits) >= MAX_GPUS:
+        raise TopologyError(f"{where}: device {clip(label)}: GPU index beyond {MAX_GPUS - 1}")
+    return int(digits)
 
 
 def _split_header(line: str) -> list[str]:
     return [re.sub(r"\s+", " ", t) for t in _HEADER_TOKEN.findall(line)]
 
 
+def _find_header(lines: list[str], source: str) -> int:
+    """The first line naming GPU0 whose next non-blank line is a row of it (a device, then a
+    relation), so a prompt or a sentence that mentions GPU0 is skipped; else the first such line."""
+    first = None
+    for i, ln in enumerate(lines):
+        if ln.lstrip().startswith("#") or not re.search(r"\bGPU0\b", ln):
+            continue
+        first = i if first is None else first
+        labels = set(re.split(r"[\s|]+", ln.strip()))
+        nxt = next((x for x in lines[i + 1 : i + 4] if x.strip() and not re.fullmatch(r"[|\-:\s]+", x)), "")
+        words = [w for w in re.split(r"[\s|]+", nxt) if w]
+        if len(words) > 1 and words[0] in labels and RELATION.match(words[1]):  # a row: GPU0 X NV18 ...
+            return i
+    if first is None:
+        raise TopologyError(f"{source}: no `nvidia-smi topo -m` header found; expected a line naming GPU0 ... GPUn")
+    return first
+
+
 def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> SmiTable:
     """Parse the table. Raises TopologyError naming ``source:line`` and the problem."""
     lines = [_ANSI.sub("", ln).rstrip("\r\n") for ln in text.splitlines()]
-    hdr_at = next(
-        (i for i, ln in enumerate(lines) if not ln.lstrip().startswith("#") and re.search(r"\bGPU0\b", ln)), None
-    )
-    if hdr_at is None:
-        raise TopologyError(f"{source}: no `nvidia-smi topo -m` header found; expected a line naming GPU0 ... GPUn")
+    hdr_at = _find_header(lines, source)
     markdown = lines[hdr_at].strip().startswith("|")
     header, rows = (_markdown_rows if markdown else _text_rows)(lines, hdr_at, source)
     hline = hdr_at + 1
     devices = [h for h in header if h and h not in _TAIL]
     tail = [h for h in header if h in _TAIL]
+    if len(devices) > MAX_GPUS:
+        raise TopologyError(f"{source}:{hline}: header names {len(devices)} devices; at most {MAX_GPUS} are supported")
     if len(set(devices)) != len(devices):
-        raise TopologyError(f"{source}:{hline}: header names a device twice: {' '.join(devices)}")
+        raise TopologyError(f"{source}:{hline}: header names a device twice: {clip(' '.join(devices), 200)}")
     if not any(_GPU.match(d) for d in devices):
         raise TopologyError(f"{source}:{hline}: header has no GPU columns")
+    device_set = set(devices)
     nic_labels: dict[str, str] = {}
     for d in devices:
-        if not _GPU.match(d):
-            nic_labels[d] = d if re.fullmatch(r"NIC\d+", d) else f"NIC{len(nic_labels)}"
+        if _GPU.match(d):
+            _gpu_index(d, f"{source}:{hline}")
+        else:
+            nic_labels[d] = d if re.fullmatch(r"NIC\d{1,4}", d) else f"NIC{len(nic_labels)}"
     cells: dict[str, dict[str, str]] = {}
     gpus: list[SmiGpu] = []
+    parsed: dict[str, tuple[int, ...]] = {}  # identical affinity cells share one tuple
+    budget = _AFFINITY_BUDGET
     for lineno, label, matrix, extra in rows:
         where = f"{source}:{lineno}"
-        if label not in devices:
-            raise TopologyError(f"{where}: row {label!r} is not a column of the header ({' '.join(devices)})")
+        if label not in device_set:
+            raise TopologyError(f"{where}: row {clip(label)} is not a column of the header")
         if label in cells:
             raise TopologyError(f"{where}: second row for {label}")
         is_gpu = bool(_GPU.match(label))
@@ -128,15 +167,14 @@ def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> SmiTable
             )
         cells[label] = dict(zip(devices, matrix))
         for d, v in cells[label].items():
-            if not _REL.match(v):
+            if not RELATION.match(v):
                 raise TopologyError(
-                    f"{where}: row {label}, column {d}: unknown relation {v!r}; "
+                    f"{where}: row {label}, column {d}: unknown relation {clip(v)}; "
                     "expected X, NV<n>, PIX, PXB, PHB, NODE or SYS"
                 )
             if (v == "X") != (d == label):
                 raise TopologyError(f"{where}: row {label}, column {d}: 'X' must appear exactly on the diagonal")
-        m = _GPU.match(label)
-        if m:
+        if is_gpu:
             present = [v for v in extra if v != ""] if not markdown else extra
             if len(present) != len(tail):
                 raise TopologyError(
@@ -144,24 +182,36 @@ def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> SmiTable
                     f"{len(tail)} ({', '.join(tail) or 'none'})"
                 )
             vals = dict(zip((_TAIL[t] for t in tail), present))
+            cpu_text = vals.get("cpu", "N/A")
+            cpus = None
+            if not _na(cpu_text):
+                if cpu_text not in parsed:
+                    parsed[cpu_text] = checked_cpulist(cpu_text, where, "CPU Affinity")
+                    budget -= len(parsed[cpu_text])
+                    if budget < 0:
+                        raise TopologyError(
+                            f"{where}: the CPU Affinity cells name more than {_AFFINITY_BUDGET} cpus in total"
+                        )
+                cpus = parsed[cpu_text]
             gpus.append(
                 SmiGpu(
-                    index=int(m.group(1)),
+                    index=_gpu_index(label, where),
                     line=lineno,
-                    cpus=_cpus(vals.get("cpu", "N/A"), where),
-                    numa_node=_int_or_na(vals.get("numa", "N/A"), "NUMA Affinity", where),
-                    gpu_numa_id=_int_or_na(vals.get("gpu_numa", "N/A"), "GPU NUMA ID", where),
+                    cpus=cpus,
+                    numa_nodes=_ids(vals.get("numa", "N/A"), "NUMA Affinity", where),
+                    gpu_numa_ids=_ids(vals.get("gpu_numa", "N/A"), "GPU NUMA ID", where),
                 )
             )
-        elif any(v not in ("", "N/A") for v in extra) and len(extra) > len(tail):
+        elif any(not _na(v) for v in extra) and len(extra) > len(tail):
             raise TopologyError(
                 f"{where}: row {label} has {len(extra)} values after the matrix, header has {len(tail)}"
             )
     missing = [d for d in devices if d not in cells]
     if any(_GPU.match(d) for d in missing) or len(missing) == len(devices):
+        shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
         raise TopologyError(
             f"{source}:{hline}: table truncated: the header names {len(devices)} devices but rows for "
-            f"{', '.join(missing)} are missing"
+            f"{shown} are missing"
         )
     notes: list[str] = []
     if missing:  # a NIC row only repeats its column (seen in hand-typed copies): rebuild it
@@ -172,6 +222,7 @@ def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> SmiTable
     links: list[Link] = []
     row_line = {label: ln for ln, label, _m, _e in rows}
     row_line.update({d: hline for d in missing})
+    canon = {d: d if _GPU.match(d) else nic_labels[d] for d in devices}
     for i, a in enumerate(devices):
         for b in devices[i + 1 :]:
             ab, ba = cells[a][b], cells[b][a]
@@ -180,30 +231,39 @@ def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> SmiTable
                     f"{source}:{row_line[b]}: asymmetric matrix: {b}->{a} is {ba} but {a}->{b} is {ab} "
                     f"(line {row_line[a]})"
                 )
-            kind = "SYS" if ab == "SOC" else ab
-            links.append(Link(_norm_label(a, nic_labels), _norm_label(b, nic_labels), kind))
+            links.append(Link(canon[a], canon[b], "SYS" if ab == "SOC" else ab))
     names = {v: k for k, v in nic_labels.items() if k != v}
     names.update(_nic_legend(lines))
-    canon = tuple(_norm_label(d, nic_labels) for d in devices)
-    return SmiTable(canon, tuple(sorted(gpus, key=lambda g: g.index)), tuple(links), names, tuple(notes))
+    return SmiTable(
+        tuple(canon[d] for d in devices), tuple(sorted(gpus, key=lambda g: g.index)), tuple(links), names, tuple(notes)
+    )
 
 
 Row = tuple[int, str, list[str], list[str]]  # line number, label, matrix cells, affinity cells
 
 
 def _text_rows(lines: list[str], hdr_at: int, source: str) -> tuple[list[str], list[Row]]:
+    """Rows follow the header; blank lines are skipped until every device has its row. The table
+    ends at ``Legend:``, at a blank line once all rows are in, or at the first line that is not a
+    row (a prompt, trailing text); a ``GPUn``/``NICn`` label the header lacks is an error."""
     header = _split_header(lines[hdr_at].strip())
+    labels = {h for h in header if h not in _TAIL}
+    ndev = len(labels)
     rows: list[Row] = []
+    seen: set[str] = set()
     for i in range(hdr_at + 1, len(lines)):
         tokens = lines[i].split()
-        if not tokens or tokens[0].rstrip(":") == "Legend":
+        if not tokens:
+            if labels <= seen:
+                break
+            continue
+        if tokens[0].rstrip(":") == "Legend" or tokens[:2] == ["NIC", "Legend:"]:
             break
-        rows.append((i + 1, tokens[0], tokens[1 : 1 + _ndev(header)], tokens[1 + _ndev(header) :]))
+        if tokens[0] not in labels and not re.fullmatch(r"(GPU|NIC)\d+", tokens[0]):
+            break
+        seen.add(tokens[0])
+        rows.append((i + 1, tokens[0], tokens[1 : 1 + ndev], tokens[1 + ndev :]))
     return header, rows
-
-
-def _ndev(header: list[str]) -> int:
-    return len([h for h in header if h not in _TAIL])
 
 
 def _markdown_rows(lines: list[str], hdr_at: int, source: str) -> tuple[list[str], list[Row]]:
@@ -245,43 +305,42 @@ def _nic_legend(lines: list[str]) -> dict[str, str]:
     return out
 
 
-def infer_cpu_layout(table: SmiTable) -> CpuLayout:
-    """Guess cores and sockets from the affinity columns alone (no lscpu given).
+def _primary_numa(g: SmiGpu, layout_numa: Mapping[int, NumaNode]) -> int | None:
+    """The GPU's NUMA node: of a Grace-style list, the node with CPUs (the one holding the GPU's
+    cpus when several have CPUs); a single id as printed."""
+    ids = g.numa_nodes or ()
+    with_cpus = [i for i in ids if i in layout_numa and layout_numa[i].cpus]
+    if g.cpus and len(with_cpus) > 1:
+        mine = set(g.cpus)
+        with_cpus = [i for i in with_cpus if mine & set(layout_numa[i].cpus)] or with_cpus
+    return with_cpus[0] if with_cpus else g.numa_node
 
-    Assumptions, recorded as notes: the node has cpus 0..max; SMT pairs are ``i`` and ``i + N/2``
-    when every GPU's cpu list is two ranges mirrored that way (the Linux x86 enumeration); one
-    socket per CPU-bearing NUMA node seen, cores split evenly in OS order.
-    """
-    groups = [set(g.cpus) for g in table.gpus if g.cpus]
-    if not groups:
-        raise TopologyError("no CPU Affinity in the capture; pass the node's `lscpu -p` output too")
-    n = max(max(g) for g in groups) + 1
-    half = n // 2
-    smt = n % 2 == 0 and all(
-        len(format_cpulist(g).split(",")) >= 2
-        and {c + half for c in g if c < half} == {c for c in g if c >= half}
-        and any(c < half for c in g)
-        for g in groups
-    )
-    n_cores = half if smt else n
-    numa_of: dict[int, int] = {}
+
+def _check_against_lscpu(table: SmiTable, layout: CpuLayout, source: str) -> None:
+    """An lscpu from another machine: one line naming both files and what disagrees."""
+    known = {t.os_id for t in layout.threads}
+    numa = {n.id: n for n in layout.numa_nodes}
+    lsrc = layout.source or "lscpu"
     for g in table.gpus:
-        if g.cpus and g.numa_node is not None:
-            for c in g.cpus:
-                numa_of[c] = g.numa_node
-    numa_ids = sorted({g.numa_node for g in table.gpus if g.numa_node is not None and g.cpus})
-    sockets = len(numa_ids) if numa_ids and n_cores % len(numa_ids) == 0 else 1
-    per_socket = n_cores // sockets
-    threads = tuple(
-        Thread(os_id=c, socket=(c % n_cores) // per_socket, core_key=c % n_cores, numa_node=numa_of.get(c))
-        for c in range(n)
-    )
-    nodes = tuple(NumaNode(id=k, cpus=tuple(sorted(c for c, v in numa_of.items() if v == k))) for k in numa_ids)
-    notes = [
-        f"no lscpu given: assumed cpus 0-{n - 1}, {'2 threads' if smt else '1 thread'} per core, "
-        f"{sockets} socket(s) of {per_socket} cores; pass --lscpu for exact sockets and cores"
-    ]
-    return CpuLayout(threads, nodes, tuple(notes))
+        where = f"{source}:{g.line}"
+        if g.cpus is not None and not known.issuperset(g.cpus):
+            raise TopologyError(
+                f"{where}: GPU{g.index} CPU Affinity {format_cpulist(g.cpus)} is outside the node's cpus "
+                f"{format_cpulist(known)} ({lsrc}); the capture and the lscpu output are from different machines"
+            )
+        for k in g.numa_nodes or ():
+            if numa and k not in numa:
+                raise TopologyError(
+                    f"{where}: GPU{g.index} NUMA Affinity {k} is not a NUMA node of this node "
+                    f"(known: {format_cpulist(numa)} in {lsrc}); "
+                    "the capture and the lscpu output are from different machines"
+                )
+        k = _primary_numa(g, numa)
+        if g.cpus and k in numa and numa[k].cpus and not set(g.cpus) & set(numa[k].cpus):
+            raise TopologyError(
+                f"{where}: GPU{g.index} CPU Affinity {format_cpulist(g.cpus)} has no cpu of its NUMA node {k}, "
+                f"which {lsrc} gives cpus {format_cpulist(numa[k].cpus)}; the two files are from different machines"
+            )
 
 
 def topology_from_nvidia_smi(
@@ -300,26 +359,19 @@ def topology_from_nvidia_smi(
     table = parse_topo_matrix(text, source)
     notes: list[str] = list(table.notes)
     if layout is None:
-        layout = infer_cpu_layout(table)
+        layout = infer_cpu_layout([(g.cpus, g.numa_node) for g in table.gpus])
+    else:
+        _check_against_lscpu(table, layout, source)
     notes.extend(layout.notes)
     numa = {n.id: n for n in layout.numa_nodes}
-    known_cpus = {t.os_id for t in layout.threads}
+    primary = {g.index: _primary_numa(g, numa) for g in table.gpus}
     for g in table.gpus:
-        where = f"{source}:{g.line}"
-        if g.cpus is not None and not set(g.cpus) <= known_cpus:
-            raise TopologyError(
-                f"{where}: GPU{g.index} CPU Affinity {format_cpulist(g.cpus)} is outside the node's cpus "
-                f"{format_cpulist(known_cpus)}"
-            )
-        if g.numa_node is not None and numa and g.numa_node not in numa:
-            raise TopologyError(
-                f"{where}: GPU{g.index} NUMA Affinity {g.numa_node} is not a NUMA node of this node "
-                f"(known: {', '.join(map(str, sorted(numa)))})"
-            )
-        if g.numa_node is not None and g.numa_node not in numa:
-            numa[g.numa_node] = NumaNode(id=g.numa_node, cpus=g.cpus or ())
-        if g.gpu_numa_id is not None and g.gpu_numa_id not in numa:
-            numa[g.gpu_numa_id] = NumaNode(id=g.gpu_numa_id, cpus=())  # GPU memory as a NUMA node
+        k = primary[g.index]
+        if k is not None and k not in numa:
+            numa[k] = NumaNode(id=k, cpus=g.cpus or ())
+        for other in (*(g.numa_nodes or ()), *(g.gpu_numa_ids or ())):
+            if other not in numa:
+                numa[other] = NumaNode(id=other, cpus=())  # GPU memory as a NUMA node (Grace)
     defaults = dict(gpu_defaults or {})
     gpus = [
         Gpu(
@@ -327,23 +379,32 @@ def topology_from_nvidia_smi(
             name=defaults.get("name"),
             memory_mib=defaults.get("memory_mib"),
             mig_capable=bool(defaults.get("mig_capable", False)),
-            numa_node=g.numa_node,
+            numa_node=primary[g.index],
             cpus=g.cpus,
         )
         for g in table.gpus
     ]
-    gpu_numa = {f"GPU{g.index}": g.numa_node for g in table.gpus}
+    gpu_numa = {f"GPU{g.index}": primary[g.index] for g in table.gpus}
+    near: dict[str, set[int]] = {}
+    for lk in table.links:
+        if lk.kind in PCIE_RELATIONS[:-1]:
+            for nic, other in ((lk.a, lk.b), (lk.b, lk.a)):
+                node = gpu_numa.get(other)
+                if node is not None and nic not in gpu_numa:
+                    near.setdefault(nic, set()).add(node)
     nics = []
     for k, label in enumerate(d for d in table.devices if not _GPU.match(d)):
-        near = {
-            gpu_numa[other]
-            for lk in table.links
-            if label in (lk.a, lk.b) and lk.kind in PCIE_RELATIONS[:-1]
-            for other in (lk.a, lk.b)
-            if other in gpu_numa
-        }
-        near.discard(None)
+        nodes = near.get(label, set())
         nics.append(
-            Nic(index=k, name=table.nic_names.get(label, label), numa_node=near.pop() if len(near) == 1 else None)
+            Nic(index=k, name=table.nic_names.get(label, label), numa_node=nodes.pop() if len(nodes) == 1 else None)
         )
-    return build_topology(layout.threads, numa.values(), gpus, nics, table.links, memory_mb=memory_mb, notes=notes)
+    return build_topology(
+        layout.threads,
+        numa.values(),
+        gpus,
+        nics,
+        table.links,
+        memory_mb=memory_mb,
+        notes=notes,
+        socket_assumption=layout.socket_assumption,
+    )

@@ -1,17 +1,36 @@
 #!/bin/bash
 # Rendered by gpusub 0.1.0 for Slurm 23.02.7; the job's own script runs
 # unchanged as the payload at the end.
-# Decision: class=cpu partition=batch qos=normal gres=- isolation=-
+# Decision: class=debug partition=interactive qos=debug gres=- isolation=-
+#SBATCH --account=ml
 #SBATCH --comment="a#b c"
 #SBATCH --job-name="it's \"quoted\" $(x)"
 #SBATCH --ntasks=2
-#SBATCH --partition=batch
-#SBATCH --qos=normal
+#SBATCH --partition=interactive
+#SBATCH --qos=debug
+#SBATCH --time=20
 
 # slurm-gpu:hook checkpoint
 # (signal and requeue handling goes here)
 # slurm-gpu:hook end
 
-# The payload's arguments, exactly as given to gpusub.
+# The job's own script, byte for byte, with its arguments exactly as given to gpusub.
 set -- --in 'a b' '$HOME' 'it'"'"'s'
-exec /home/alice/.gpusub/spool/train.sh.x1y2z3/payload "$@"
+gpusub_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpusub.XXXXXXXXXX") || { echo "gpusub: cannot create a private directory under ${TMPDIR:-/tmp}" >&2; exit 1; }
+gpusub_payload="$gpusub_dir"/job.sh
+cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_76acc247'
+#!/bin/bash
+srun hostname
+GPUSUB_PAYLOAD_76acc247
+chmod 700 "$gpusub_payload"
+# Run it once, as sbatch would, and stay its parent: signals Slurm sends to the batch shell alone
+# (--signal=B:...) are passed on to it; the job's exit code is the script's.
+trap ':' TERM
+"$gpusub_payload" "$@" <&0 &
+gpusub_child=$!
+while :; do
+  wait "$gpusub_child"; gpusub_rc=$?
+  kill -0 "$gpusub_child" 2>/dev/null || break
+done
+rm -rf -- "$gpusub_dir"
+exit "$gpusub_rc"

@@ -70,17 +70,17 @@ def test_unreachable_controller_is_bounded(script, tmp_path):
 
 
 def test_dry_run_needs_no_slurm_and_prints_script_and_argv(script):
-    r = gpusub("--dry-run", "--gres=gpu:h100:8", "--mem-per-gpu=8G", script, "a b", "$(id)",
-               env_extra={"GPUSUB_POLICY": POLICY})
+    r = gpusub("--dry-run", "--gres=gpu:h100:8", "--ntasks-per-node=8", "-c", "2", "--mem-per-gpu=8G", script,
+               "a b", "$(id)", env_extra={"GPUSUB_POLICY": POLICY})
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("#!/bin/bash")
-    assert "#SBATCH --ntasks=8" in r.stdout and "#SBATCH --ntasks-per-socket=4" in r.stdout
+    # the job's shape is the user's; placement options only
+    assert "#SBATCH --ntasks=" not in r.stdout and "#SBATCH --ntasks-per-node=8" in r.stdout
+    assert "#SBATCH --ntasks-per-socket=4" in r.stdout and "#SBATCH --cpus-per-task=2" in r.stdout
     assert "set -- 'a b' '$(id)'" in r.stdout
-    last = r.stdout.strip().splitlines()[-1]
-    assert last.startswith("# sbatch argv: sbatch --parsable")
-    # the rendered script is valid bash
-    body = "\n".join(r.stdout.splitlines()[:-1])
-    assert subprocess.run(["bash", "-n"], input=body, text=True).returncode == 0
+    assert r.stderr.startswith("gpusub: dry run; would submit with: sbatch --parsable")
+    # stdout is exactly the file that would be submitted, and it is valid bash
+    assert subprocess.run(["bash", "-n"], input=r.stdout, text=True).returncode == 0
 
 
 def test_explain_json_contract(script):
@@ -91,7 +91,10 @@ def test_explain_json_contract(script):
                 "message", "binding"):
         assert key in data
     assert data["accepted"] is True and data["gres"] == "gpu:a100:3"
-    assert data["binding"]["tasks"] == 3 and data["binding"]["tasks_per_socket"] == 2
+    # one task (sbatch's default), 3 a100 over two sockets, DefCpuPerGPU=8 from the policy: 24 CPUs
+    # span both sockets; placement only
+    assert data["binding"]["launch"] == "batch" and data["binding"]["gpus_per_node"] == 3
+    assert data["binding"]["sbatch_options"] == ["--gres-flags=enforce-binding"]
 
 
 def test_explain_rejected_exits_1(script):

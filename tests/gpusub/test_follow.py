@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
-from slurm_gpu.adapters.slurm_cli import JobState, parse_kv_line
-from slurm_gpu.follow import job_exit_code, state_line
+import io
+
+import pytest
+
+from slurm_gpu.follow import follow_job, job_exit_code, state_line
+from slurm_gpu.slurm.records import JobState, parse_kv_line
 
 
 def state(line: str) -> JobState:
@@ -33,3 +37,39 @@ def test_exit_codes():
     assert job_exit_code(state("JobId=1 JobState=CANCELLED Reason=None ExitCode=0:15")) == 128 + 15
     assert job_exit_code(state("JobId=1 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:0")) == 1
     assert state("JobId=1 JobState=TIMEOUT Reason=TimeLimit ExitCode=0:0").finished
+
+
+class ScriptedJobs:
+    """An in-process JobWatch that answers from a list of recorded `scontrol show job -o` lines; an
+    exception in the list is raised instead (what the adapter raises when Slurm does not answer)."""
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.calls = 0
+
+    def job_state(self, job_id):
+        self.calls += 1
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return None if answer is None else state(answer)
+
+
+def test_each_miss_counts_once():
+    """Three failed polls in a row are three misses: with max_misses=3 the fourth poll's answer counts."""
+    from slurm_gpu.errors import SlurmUnreachable
+
+    jobs = ScriptedJobs([SlurmUnreachable("scontrol gave no answer within 15 s"), None,
+                         SlurmUnreachable("scontrol gave no answer within 15 s"),
+                         "JobId=7 JobState=COMPLETED Reason=None ExitCode=0:0"])
+    out = io.StringIO()
+    assert follow_job(jobs, 7, out, interval_s=0, sleep=lambda s: None, max_misses=3) == 0
+    assert jobs.calls == 4 and out.getvalue() == "job 7: COMPLETED, exit code 0\n"
+
+
+def test_the_last_real_error_is_reported():
+    from slurm_gpu.errors import SlurmUnreachable, SubmitError
+
+    jobs = ScriptedJobs([SlurmUnreachable("first"), SlurmUnreachable("scontrol: Socket timed out"), None])
+    with pytest.raises(SubmitError, match=r"no state after 3 tries; last error: scontrol: Socket timed out"):
+        follow_job(jobs, 7, io.StringIO(), interval_s=0, sleep=lambda s: None, max_misses=2)

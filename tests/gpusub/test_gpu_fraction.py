@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
-from slurm_gpu.sbatch_options import OptionError, parse_submission, to_job_request
-from slurm_gpu.sbatch_values import parse_gpu_fraction
+from slurm_gpu.slurm.sbatch.parse import OptionError, parse_submission
+from slurm_gpu.slurm.sbatch.to_request import to_job_request
+from slurm_gpu.slurm.sbatch.values import parse_gpu_fraction
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 UNIVERSITY = os.path.join(ROOT, "examples", "policies", "university.yaml")

@@ -8,26 +8,27 @@ import shutil
 
 import pytest
 
-from slurm_gpu.adapters.slurm_cli import SbatchCli, _one_line, _parse_test_only, parse_kv_line
+from slurm_gpu.adapters.slurm import SbatchCli
+from slurm_gpu.slurm.records import one_line, parse_kv_line, parse_test_only
 from slurm_gpu.errors import SlurmUnreachable
 
 
 def test_test_only_answer_22_05():
-    r = _parse_test_only("sbatch: Job 5 to start at 2026-11-29T20:40:23 using 8 processors on nodes vm in partition batch\n")
+    r = parse_test_only("sbatch: Job 5 to start at 2026-11-29T20:40:23 using 8 processors on nodes vm in partition batch\n")
     assert (r.job_id, r.start, r.processors, r.nodes, r.partition) == (5, "2026-11-29T20:40:23", 8, "vm", "batch")
 
 
 def test_test_only_answer_with_preemption_24_11():
-    r = _parse_test_only("sbatch: Job 45 to start at 2026-11-29T21:00:00 using 1 processors on nodes node1 in "
+    r = parse_test_only("sbatch: Job 45 to start at 2026-11-29T21:00:00 using 1 processors on nodes node1 in "
                          "partition interactive\nsbatch:   Preempts: 39,40\n")
     assert r.job_id == 45 and r.partition == "interactive" and r.preempts == (39, 40)
 
 
 def test_one_line_keeps_the_reason():
     err = ("sbatch: error: Batch job submission failed: Requested node configuration is not available\n")
-    assert _one_line(err, "") == "Batch job submission failed: Requested node configuration is not available"
+    assert one_line(err, "") == "Batch job submission failed: Requested node configuration is not available"
     err = "sbatch: error: s_p_parse_file: cannot stat file x\nsbatch: fatal: Unable to process configuration file\n"
-    assert _one_line(err, "") == "Unable to process configuration file"
+    assert one_line(err, "") == "Unable to process configuration file"
 
 
 def test_kv_line_of_scontrol_o():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from slurm_gpu.errors import SlurmGpuError
-from slurm_gpu.slurm_version import KNOWN_VERSIONS, parse_sbatch_version, spelling_for
+from slurm_gpu.slurm.release import KNOWN_VERSIONS, parse_sbatch_version, spelling_for
 
 
 @pytest.mark.parametrize("text, version", [

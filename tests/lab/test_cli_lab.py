@@ -73,17 +73,6 @@ def test_status_of_the_running_lab(slurm_lab):
 
 @pytest.mark.slurm
 def test_demo_ends_with_a_completed_gpusub_job(slurm_lab):
-    probe = subprocess.run(
-        ["runuser", "-u", slurm_lab.user, "--", _bin("python"), "-c", "import slurm_gpu"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    if probe.returncode != 0:
-        pytest.fail(
-            f"the lab user cannot run this venv ({os.path.realpath(_bin('python'))}): {probe.stderr.strip()}; "
-            "recreate it with `make venv` (uses /usr/bin/python3)"
-        )
     r = subprocess.run(
         [_bin("slurm-gpu"), "lab", "demo"],
         capture_output=True,
@@ -98,4 +87,10 @@ def test_demo_ends_with_a_completed_gpusub_job(slurm_lab):
     job_gpus = re.search(r"SLURM_JOB_GPUS=(\S+)", rows["GPUs"]).group(1).split(",")
     assert len(job_gpus) == 2 and len(set(job_gpus)) == 2  # hello-gpu.sh asks for 2 H100
     assert parse_cpulist(rows["CPU_IDs (scontrol show job -d)"])
-    assert any(k.endswith("SLURM_CPU_BIND*") and "SLURM_CPU_BIND=" in v for k, v in rows.items())
+    from slurm_gpu.lab.demo import task_plugin
+
+    binds = [v for k, v in rows.items() if k.endswith("SLURM_CPU_BIND*")]
+    if task_plugin(slurm_lab.lab) == "task/none":  # nobody binds in the lab (docs/lab.md "Few real CPUs")
+        assert binds and all(v.endswith("(not bound: TaskPlugin=task/none, see docs/lab.md)") for v in binds), rows
+    else:
+        assert binds and all("SLURM_CPU_BIND=" in v for v in binds), rows

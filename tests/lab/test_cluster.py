@@ -163,11 +163,11 @@ def test_two_gpus_get_distinct_devices_and_cores_on_their_socket(slurm_lab, gpu_
         _, allocs = slurm_lab.show_job(job)
         assert len(allocs) == 1
         alloc = allocs[0]
-        gpus = alloc.gpu_indices
+        gpus = sorted(alloc.gpu_idx)
         assert len(gpus) == 2 and len(set(gpus)) == 2, alloc
-        cores = gres_cores(slurm_lab, alloc.nodes, gpu_type)
+        cores = gres_cores(slurm_lab, alloc.node, gpu_type)
         allowed = set().union(*(cores[g] for g in gpus))
-        cpu_ids = set(parse_cpulist(alloc.cpu_ids))
+        cpu_ids = set(alloc.cpu_ids)
         assert len(cpu_ids) == 8, alloc
         assert cpu_ids <= allowed, f"{alloc}: CPU_IDs outside gres.conf Cores={sorted(allowed)}"
     finally:
@@ -210,10 +210,10 @@ def test_both_gpu_pairs_of_the_a100_node_get_their_own_socket(slurm_lab):
         for job in jobs:
             assert slurm_lab.wait(job, {"RUNNING"}, timeout_s=60) == "RUNNING"
             (alloc,) = slurm_lab.show_job(job)[1]
-            gpus = alloc.gpu_indices
+            gpus = sorted(alloc.gpu_idx)
             assert len(gpus) == 2
             allowed = set().union(*(cores[g] for g in gpus))
-            assert set(parse_cpulist(alloc.cpu_ids)) <= allowed, f"{alloc}: expected cores in {sorted(allowed)}"
+            assert set(alloc.cpu_ids) <= allowed, f"{alloc}: expected cores in {sorted(allowed)}"
             seen |= set(gpus)
         assert seen == {0, 1, 2, 3}
     finally:

@@ -15,11 +15,12 @@ from slurm_gpu.lab.config import (
     sacctmgr_commands,
     sacctmgr_qos_limit_commands,
     slurm_conf,
-    slurm_time,
     slurmdbd_conf,
     version_text,
 )
-from slurm_gpu.lab.spec import LabHooks, LabNode, LabPartition, LabQos, LabSpec
+from slurm_gpu.emit.slurm_conf import slurm_time
+from slurm_gpu.lab.spec import LabHooks, LabNode, LabQos, LabSpec
+from slurm_gpu.policy.model import Partition
 
 V2205 = (22, 5, 8)
 V2411 = (24, 11, 5)
@@ -57,17 +58,17 @@ SPEC = LabSpec(
         "NodeName=s1 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31",
     ),
     partitions=(
-        LabPartition(
+        Partition(
             "fast",
-            ("g1", "g2", "s1"),
+            ("big", "small"),
             priority_tier=10,
             max_time_min=240,
             default_time_min=60,
             allowed_qos=("debug", "normal"),
         ),
-        LabPartition("batch", ("g1", "g2"), priority_tier=5, max_time_min=2 * 24 * 60, default=True),
-        LabPartition(
-            "spot", ("g1", "g2", "s1"), priority_tier=1, max_time_min=None, preemptible=True, grace_time_s=120
+        Partition("batch", ("big",), priority_tier=5, max_time_min=2 * 24 * 60, default=True),
+        Partition(
+            "spot", ("big", "small"), priority_tier=1, max_time_min=None, preemptible=True, grace_time_s=120
         ),
     ),
     qos=(
@@ -136,9 +137,9 @@ def test_core_settings(version):
     assert not any(v.endswith("/none") for key, v in k.items() if key != "TaskPlugin")
 
 
-def test_task_plugin_per_version():
-    """22.05 binds the emulated cores onto the real CPUs; 24.11's task/affinity refuses to (few real CPUs)."""
-    assert keys(slurm_conf(SPEC, rt(V2205)))["TaskPlugin"] == "task/affinity"
+def test_task_plugin_is_none_on_every_version():
+    """task/affinity cannot lay out steps of more cores than the machine's real CPUs (docs/lab.md)."""
+    assert keys(slurm_conf(SPEC, rt(V2205)))["TaskPlugin"] == "task/none"
     assert keys(slurm_conf(SPEC, rt(V2411)))["TaskPlugin"] == "task/none"
     forced = LabRuntime(version=V2411, hostname="vm", paths=LabPaths("/x/lab"), task_plugin="task/affinity")
     assert keys(slurm_conf(SPEC, forced))["TaskPlugin"] == "task/affinity"

@@ -68,7 +68,7 @@ def test_partitions_and_qos_from_policy():
         assert p.priority_tier == p_doc["priority_tier"]
         types = p_doc["node_types"]
         want = [n for nt in doc["node_types"] if nt["name"] in types for n in expand_hostlist(nt["nodes"])]
-        assert sorted(p.nodes) == sorted(want)
+        assert sorted(spec.partition_nodes(p)) == sorted(want)
     for q_doc, q in zip(doc["qos"], spec.qos, strict=True):
         assert q.priority == q_doc.get("priority", 0)
         assert q.max_gpus_per_user == q_doc.get("max_gpus_per_user")

@@ -97,3 +97,93 @@ def test_schema_rejection_implies_validator_rejection(path: str, schema: dict) -
     assert not check_policy(path).ok  # every bad file is invalid for the validator
     if name in SCHEMA_CATCHES:
         assert n > 0, f"schema accepts {name}"
+
+
+def test_shipped_schema_is_generated_from_the_model() -> None:
+    from slurm_gpu.policy.schema import render
+
+    with open(SCHEMA, encoding="utf-8") as fh:
+        assert fh.read() == render(), "stale: run python -m slurm_gpu.policy.schema --write"
+
+
+def test_defaults_are_declared_once() -> None:
+    """validate.py and build.py hold no default values: they come from the model's dataclasses."""
+    import dataclasses
+
+    from slurm_gpu.policy.model import Isolation
+    from slurm_gpu.policy.validate import MAP_SECTIONS
+
+    iso = {attr: default for _, attr, _, default in MAP_SECTIONS["isolation"]}
+    assert iso == {f.name: f.default for f in dataclasses.fields(Isolation)}
+    for name in ("validate.py", "build.py"):
+        with open(os.path.join(HERE, "..", "..", "slurm_gpu", "policy", name), encoding="utf-8") as fh:
+            src = fh.read()
+        for default in ("mig-then-mps", '"resolve"', ", 10)", ", 50)", ", 120)"):
+            assert default not in src, (name, default)
+
+
+def test_every_key_is_documented() -> None:
+    import dataclasses
+
+    from slurm_gpu.policy import kinds
+    from slurm_gpu.policy.model import Policy
+
+    with open(os.path.join(HERE, "..", "..", "docs", "policy.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+
+    def keys(cls):
+        for f in dataclasses.fields(cls):
+            if "yaml" in f.metadata:
+                assert f.metadata["doc"], (cls.__name__, f.name)
+                yield f.metadata["yaml"]
+                kind = f.metadata["kind"]
+                if isinstance(kind, (kinds.Nested, kinds.Section)):
+                    yield from keys(kind.cls)
+
+    missing = sorted({k for k in keys(Policy) if f"`{k}`" not in doc})
+    assert not missing, missing
+
+
+def test_classifier_steps_are_a_stable_table() -> None:
+    from slurm_gpu.policy.classifier import STEPS, steps
+
+    names = tuple(n for n, _ in STEPS)
+    assert names == ("check_request", "fit_vram", "match_class", "place", "resolve_gpus", "set_time",
+                     "apply_defaults")
+    with open(os.path.join(HERE, "..", "..", "docs", "policy.md"), encoding="utf-8") as fh:
+        doc = fh.read()
+    for n, fn in STEPS:
+        assert fn.__name__ == n and f"``{n}``" in steps.__doc__ and f"`{n}`" in doc
+
+
+def test_policy_modules_import_no_cycle() -> None:
+    """The import graph among slurm_gpu.policy modules (every import, lazy ones too) is acyclic."""
+    import ast
+
+    root = os.path.join(HERE, "..", "..", "slurm_gpu", "policy")
+    graph: dict[str, set[str]] = {}
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            rel = os.path.relpath(os.path.join(dirpath, f), root)[:-3].replace(os.sep, ".")
+            mod = "slurm_gpu.policy" + ("" if rel == "__init__" else "." + rel.removesuffix(".__init__"))
+            with open(os.path.join(dirpath, f), encoding="utf-8") as fh:
+                tree = ast.parse(fh.read())
+            deps = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("slurm_gpu.policy"):
+                    deps.add(node.module)
+                    deps.update(f"{node.module}.{a.name}" for a in node.names)
+                elif isinstance(node, ast.Import):
+                    deps.update(a.name for a in node.names if a.name.startswith("slurm_gpu.policy"))
+            graph[mod] = deps
+    graph = {m: {d for d in deps if d in graph and d != m and d != "slurm_gpu.policy"} for m, deps in graph.items()}
+
+    def visit(m: str, path: tuple[str, ...]) -> None:
+        assert m not in path, " -> ".join((*path, m))
+        for d in graph[m]:
+            visit(d, (*path, m))
+
+    for m in graph:
+        visit(m, ())

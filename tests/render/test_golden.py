@@ -2,9 +2,9 @@
 """Golden files of rendered scripts for the option spellings of Slurm 22.05, 23.02, 23.11, 24.11, 25.11.
 
 Whole-text comparison with a unified diff. A missing golden file FAILS; files are (re)written only
-with SLURM_GPU_UPDATE_GOLDEN=1, and the diff is reviewed in the commit. The plans are built here from
-each version's SlurmSpelling (not by the binding planner) so that these files change only when the
-renderer or the spelling table does.
+with SLURM_GPU_UPDATE_GOLDEN=1, and the diff is reviewed in the commit. Each file is what gpusub's real
+pipeline (``prepare()``: parse, classify with the lab policy, plan from the lab topology, render)
+produces for the version, as ``gpusub --dry-run`` prints it.
 """
 
 from __future__ import annotations
@@ -14,57 +14,56 @@ import os
 
 import pytest
 
-from slurm_gpu.binding import BindingPlan
-from slurm_gpu.render import render_script
-from slurm_gpu.request import Decision
-from slurm_gpu.sbatch_options import parse_submission
-from slurm_gpu.slurm_version import spelling_for
+from slurm_gpu.app.gpusub import prepare, render_prepared
 
-GOLDEN_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "golden")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")
+POLICY = os.path.join(ROOT, "examples", "policies", "university.yaml")
 UPDATE = os.environ.get("SLURM_GPU_UPDATE_GOLDEN") == "1"
-VERSIONS = {"22.05": (22, 5, 8), "23.02": (23, 2, 7), "23.11": (23, 11, 10), "24.11": (24, 11, 5), "25.11": (25, 11, 0)}
-PAYLOAD = "/home/alice/.gpusub/spool/train.sh.x1y2z3/payload"
-SCRIPT = "#!/bin/bash\n#SBATCH --time=2:00:00\n#SBATCH --job-name=llama-7b\n#SBATCH --gres=gpu:h100:4\npython train.py\n"
-PRELUDE = 'export LOCAL_RANK="${SLURM_LOCALID:-0}" RANK="${SLURM_PROCID:-0}" WORLD_SIZE="${SLURM_NTASKS:-1}"'
+VERSIONS = {"22.05": "22.05.8", "23.02": "23.02.7", "23.11": "23.11.10", "24.11": "24.11.5", "25.11": "25.11.0"}
+TORCHRUN = ("#!/bin/bash\n#SBATCH --time=2:00:00\n#SBATCH --job-name=llama-7b\n#SBATCH --gres=gpu:h100:4\n"
+            "#SBATCH -c 16\ntorchrun --standalone --nproc_per_node=4 train.py \"$@\"\n")
+SRUN = ("#!/bin/bash\n#SBATCH -N 1\n#SBATCH --ntasks-per-node=8\n#SBATCH --cpus-per-task=2\n#SBATCH --gres=gpu:8\n"
+        "#SBATCH -t 30\nsrun python train.py\n")
+CPU = "#!/bin/bash\nsrun hostname\n"
+SCENARIOS = {
+    "torchrun-one-task": (["--signal=B:USR1@90", "train.sh", "--lr=3e-4"], TORCHRUN),
+    "srun-inside": (["train.sh"], SRUN),
+    "per-gpu-strict": (["--launch=per-gpu", "--gpu-isolation=strict", "-G", "h100:4", "-t", "60", "train.sh"],
+                       "#!/bin/bash\npython train.py\n"),
+    "cpu-only": (["-J", "it's \"quoted\" $(x)", "--comment=a#b c", "-n", "2", "-t", "20", "job.sh", "--in",
+                  "a b", "$HOME", "it's"], CPU),
+}
 
 
-def plan_for(spelling, isolation: str, launch: str) -> BindingPlan:
-    srun = ["--cpu-bind=cores", "--mem-bind=local", "--distribution=block:block"]
-    if isolation == "strict":
-        srun.append(spelling.tres_bind("single:1") if spelling.has_tres_bind else spelling.gpu_bind("single:1"))
-    elif spelling.has_allow_task_sharing:
-        srun.append("--gres-flags=allow-task-sharing")
-    return BindingPlan(
-        sbatch_options=("--ntasks=4", "--cpus-per-gpu=4", "--gres-flags=enforce-binding", "--sockets-per-node=1"),
-        srun_options=tuple(srun), env=(("OMP_NUM_THREADS", "4"),), tasks=4, cpus_per_task=4, gpus_per_task=1,
-        isolation=isolation, launch=launch, explanation=("golden",), task_prelude=PRELUDE if launch == "srun" else "",
-    )
+class NoSlurm:
+    def version(self):
+        raise AssertionError("the golden files need no Slurm")
 
 
-def scenario(name: str, spelling):
-    decision = Decision(accepted=True, job_class="production", partition="batch", qos="normal",
-                        gres="gpu:h100:4", gpu_type="h100", gpus=4)
-    if name == "cpu-only":
-        sub = parse_submission(["-J", "it's \"quoted\" $(x)", "--comment=a#b c", "-n", "2", "job.sh", "--in",
-                                "a b", "$HOME", "it's"], {}, "#!/bin/bash\nsrun hostname\n")
-        return sub, Decision(accepted=True, job_class="cpu", partition="batch", qos="normal"), None
-    sub = parse_submission(["--gpu-isolation=" + ("strict" if "strict" in name else "shared"), "train.sh",
-                            "--lr=3e-4"], {"SBATCH_ACCOUNT": "ml"}, SCRIPT)
-    isolation = "strict" if "strict" in name else "shared"
-    launch = "batch" if name.startswith("batch") else "srun"
-    return sub, decision, plan_for(spelling, isolation, launch)
+def rendered_for(name: str, version: str, tmp_path) -> str:
+    argv, script = SCENARIOS[name]
+    path = tmp_path / argv[argv.index(next(a for a in argv if a.endswith(".sh")))]
+    path.write_text(script)
+    argv = [str(path) if a.endswith(".sh") else a for a in argv]
+    env = {"GPUSUB_SLURM_VERSION": VERSIONS[version], "GPUSUB_POLICY": POLICY, "XDG_CACHE_HOME": str(tmp_path),
+           "HOME": str(tmp_path), "SBATCH_ACCOUNT": "ml"}
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        prep = prepare([os.path.basename(a) if a == str(path) else a for a in argv], env, NoSlurm())
+    finally:
+        os.chdir(cwd)
+    rendered = render_prepared(prep)
+    return rendered.text + "".join(f"# sbatch argv: {a!r}\n" for a in rendered.sbatch_argv)
 
 
-SCENARIOS = ["batch-shared", "srun-shared", "srun-strict", "cpu-only"]
 PARAMS = [(s, v) for s in SCENARIOS for v in VERSIONS]
 
 
 @pytest.mark.parametrize("name, version", PARAMS, ids=[f"{s}-{v}" for s, v in PARAMS])
-def test_golden(name, version):
-    spelling = spelling_for(VERSIONS[version])
-    sub, decision, plan = scenario(name, spelling)
-    rendered = render_script(sub, decision, plan, spelling, PAYLOAD)
-    text = rendered.text + "".join(f"# sbatch argv: {a!r}\n" for a in rendered.sbatch_argv)
+def test_golden(name, version, tmp_path):
+    text = rendered_for(name, version, tmp_path)
     path = os.path.join(GOLDEN_DIR, f"render-{name}-{version}.sh")
     if UPDATE:
         os.makedirs(GOLDEN_DIR, exist_ok=True)

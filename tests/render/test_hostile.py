@@ -20,11 +20,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from slurm_gpu.binding import BindingPlan
-from slurm_gpu.render import CLIENT_OPTIONS, effective_options, render_script
+from slurm_gpu.placement.plan import BindingPlan
+from slurm_gpu.render.script import CLIENT_OPTIONS, effective_options, render_script
 from slurm_gpu.request import Decision
-from slurm_gpu.sbatch_options import parse_submission
-from slurm_gpu.slurm_version import spelling_for
+from slurm_gpu.slurm.sbatch.parse import parse_submission
+from slurm_gpu.slurm.release import spelling_for
 
 # 10,000 by default (the acceptance figure); SLURM_GPU_HOSTILE_EXAMPLES=300 for a quick local run.
 EXAMPLES = int(os.environ.get("SLURM_GPU_HOSTILE_EXAMPLES", "10000"))

@@ -8,8 +8,10 @@ import sys
 
 import pytest
 
-from slurm_gpu.binding import BindingPlan
-from slurm_gpu.render import (
+from slurm_gpu.placement.plan import BindingPlan
+from slurm_gpu.render.script import (
+    Payload,
+    payload_of,
     RenderError,
     RenderedScript,
     comment_text,
@@ -19,10 +21,12 @@ from slurm_gpu.render import (
     render_script,
 )
 from slurm_gpu.request import Decision
-from slurm_gpu.sbatch_options import parse_submission, split_directive
-from slurm_gpu.slurm_version import spelling_for
+from slurm_gpu.slurm.sbatch.directives import split_directive
+from slurm_gpu.slurm.sbatch.parse import parse_submission
+from slurm_gpu.slurm.release import spelling_for
 
 S2205, S2311 = spelling_for((22, 5, 8)), spelling_for((23, 11, 10))
+PL = Payload("#!/bin/sh\ntrue\n", "x.sh")
 
 
 def sub_of(argv, script=None, env=None):
@@ -63,7 +67,7 @@ def test_job_name_defaults_to_the_script_name():
 
 def test_client_options_and_newlines_go_to_the_command_line():
     sub = sub_of(["--test-only", "--comment=two\nlines", "-v", "-p", "a", "x.sh"])
-    r = render_script(sub, None, None, S2205, "/p/payload")
+    r = render_script(sub, None, None, S2205, PL)
     assert isinstance(r, RenderedScript)
     assert r.sbatch_argv == ("--comment=two\nlines", "--test-only", "--verbose")
     assert sbatch_lines(r.text) == ["#SBATCH --job-name=x.sh", "#SBATCH --partition=a"]
@@ -72,58 +76,59 @@ def test_client_options_and_newlines_go_to_the_command_line():
 def test_batch_launch_exports_srun_binding_per_spelling():
     p = plan(srun_options=("--cpu-bind=cores", "--tres-bind=gres/gpu:map:0,1", "--mem-bind=local",
                            "--gres-flags=allow-task-sharing", "--unknown-flag"))
-    old = render_script(sub_of(["x.sh"]), None, p, S2205, "/p/payload").text
-    new = render_script(sub_of(["x.sh"]), None, p, S2311, "/p/payload").text
+    old = render_script(sub_of(["x.sh"]), None, p, S2205, PL).text
+    new = render_script(sub_of(["x.sh"]), None, p, S2311, PL).text
     assert "export SLURM_GPU_BIND=map_gpu:0,1\n" in old and "SLURM_TRES_BIND" not in old
     assert "export SLURM_TRES_BIND=gres/gpu:map:0,1\n" in new and "SLURM_GPU_BIND" not in new
     for text in (old, new):
-        assert "export SLURM_CPU_BIND=cores\n" in text and "export SLURM_MEM_BIND=local\n" in text
-        assert "export SLURM_GRES_FLAGS=allow-task-sharing\n" in text
+        assert '[ -n "${SLURM_CPU_BIND+set}" ] || export SLURM_CPU_BIND=cores\n' in text
+        assert '[ -n "${SLURM_GRES_FLAGS+set}" ] || export SLURM_GRES_FLAGS=allow-task-sharing\n' in text
         assert "# srun option with no input variable (add it to your srun lines): --unknown-flag\n" in text
-        assert text.endswith('set -- \nexec /p/payload "$@"\n')
+        assert '"$gpusub_payload" "$@" <&0 &\n' in text and text.endswith('exit "$gpusub_rc"\n')
 
 
 def test_srun_launch_with_and_without_shim():
     args = ["x.sh", "a b"]
-    p = plan(launch="srun", srun_options=("--cpu-bind=cores",), isolation="strict")
-    text = render_script(sub_of(args), None, p, S2205, "/p/payload").text
-    assert text.endswith("set -- 'a b'\nexec srun --cpu-bind=cores /p/payload \"$@\"\n")
-    p = plan(launch="srun", srun_options=("--cpu-bind=cores",), isolation="strict", task_prelude="echo pre")
-    text = render_script(sub_of(args), None, p, S2205, "/p/payload").text
+    p = plan(launch="per-gpu", srun_options=("--cpu-bind=cores",), isolation="strict")
+    text = render_script(sub_of(args), None, p, S2205, PL).text
+    assert "set -- 'a b'\n" in text and '\nsrun --cpu-bind=cores "$gpusub_payload" "$@"\n' in text
+    p = plan(launch="per-gpu", srun_options=("--cpu-bind=cores",), isolation="strict", task_prelude="echo pre")
+    text = render_script(sub_of(args), None, p, S2205, PL).text
     assert "SLURM_GPU_SHIM='echo pre\nexec \"$@\"'\n" in text
-    assert 'exec srun --cpu-bind=cores bash -c "$SLURM_GPU_SHIM" slurm-gpu-shim /p/payload "$@"\n' in text
-    p = plan(launch="srun", isolation="shared", gpus_per_task=2)
-    text = render_script(sub_of(args), None, p, S2205, "/p/payload").text
+    assert 'srun --cpu-bind=cores bash -c "$SLURM_GPU_SHIM" slurm-gpu-shim "$gpusub_payload" "$@"\n' in text
+    p = plan(launch="per-gpu", isolation="shared", gpus_per_task=2)
+    text = render_script(sub_of(args), None, p, S2205, PL).text
     assert "n=2; first=$((LOCAL_RANK * n))" in text
 
 
 def test_shared_shim_maps_local_rank_to_gpus(tmp_path):
-    p = plan(launch="srun", isolation="shared", gpus_per_task=2)
-    text = render_script(sub_of(["x.sh"]), None, p, S2205, "/bin/true").text
-    shim = text.split("SLURM_GPU_SHIM=", 1)[1].split("\nexec srun", 1)[0]
+    p = plan(launch="per-gpu", isolation="shared", gpus_per_task=2)
+    text = render_script(sub_of(["x.sh"]), None, p, S2205, PL).text
+    shim = text.split("SLURM_GPU_SHIM=", 1)[1].split("\nsrun", 1)[0]
     script = f"SLURM_GPU_SHIM={shim}\nbash -c \"$SLURM_GPU_SHIM\" shim bash -c 'echo $LOCAL_RANK $GPUSUB_TASK_GPUS $GPUSUB_TASK_GPU_ORDINALS'\n"
     env = {"PATH": os.environ["PATH"], "SLURM_LOCALID": "1", "CUDA_VISIBLE_DEVICES": "4,5,6,7"}
     out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
     assert out == "1 6,7 2,3\n"
 
 
-def test_relative_payload_cannot_look_like_an_option():
-    text = render_script(sub_of(["x.sh"]), None, None, S2205, "-rf").text
-    assert text.endswith("exec ./-rf \"$@\"\n")
+def test_payload_name_cannot_look_like_an_option():
+    sub = sub_of(["--", "-rf"], script="#!/bin/sh\n")
+    text = render_script(sub, None, None, S2205, payload_of(sub, "#!/bin/sh\n")).text
+    assert 'gpusub_payload="$gpusub_dir"/rf\n' in text
 
 
 def test_render_errors():
     with pytest.raises(RenderError, match="environment name 'BAD NAME'"):
-        render_script(sub_of(["x.sh"]), None, plan(env=(("BAD NAME", "1"),)), S2205, "/p")
+        render_script(sub_of(["x.sh"]), None, plan(env=(("BAD NAME", "1"),)), S2205, PL)
     with pytest.raises(RenderError, match="launch 'mpi'"):
-        render_script(sub_of(["x.sh"]), None, plan(launch="mpi"), S2205, "/p")
+        render_script(sub_of(["x.sh"]), None, plan(launch="mpi"), S2205, PL)
     with pytest.raises(RenderError, match="NUL"):
-        render_script(sub_of(["-J", "a\0b", "x.sh"]), None, None, S2205, "/p")
+        render_script(sub_of(["-J", "a\0b", "x.sh"]), None, None, S2205, PL)
 
 
 def test_header_comment_is_one_line_per_field():
     decision = Decision(accepted=True, job_class="c\nd", partition="p\n#SBATCH --qos=evil", qos="q")
-    text = render_script(sub_of(["x.sh"]), decision, None, S2205, "/p").text
+    text = render_script(sub_of(["x.sh"]), decision, None, S2205, PL).text
     assert "class=c?d partition=p?#SBATCH --qos=evil qos=q" in text
     assert comment_text("a\rb\x1bc") == "a?b?c"
     assert [line for line in text.splitlines() if "evil" in line and line.startswith("#SBATCH")] == []
@@ -131,7 +136,7 @@ def test_header_comment_is_one_line_per_field():
 
 def test_templates_found_and_jinja2_is_lazy():
     assert os.path.isfile(os.path.join(default_template_dir(), "batch.sh.j2"))
-    code = "import sys, slurm_gpu.render, slurm_gpu.sbatch_options; print('jinja2' in sys.modules)"
+    code = "import sys, slurm_gpu.render.script, slurm_gpu.slurm.sbatch.parse; print('jinja2' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
@@ -144,29 +149,29 @@ def test_every_template_has_the_spdx_header():
 
 
 def test_rendered_with_a_real_plan_passes_bash_n(tmp_path):
-    from slurm_gpu.binding import plan_binding
-    from slurm_gpu.sbatch_options import to_job_request
+    from slurm_gpu.placement.plan import node_layout, plan_binding
+    from slurm_gpu.slurm.sbatch.to_request import to_job_request
     from slurm_gpu.topology import load_topology_file
 
     topo_path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "topology", "h100x8.yaml")
-    topo = load_topology_file(topo_path)
+    layout = node_layout(load_topology_file(topo_path), "h100x8", "h100n[1-2]")
     for version in ((22, 5, 8), (23, 11, 10), (24, 11, 5)):
         spelling = spelling_for(version)
-        for isolation in ("shared", "strict"):
+        for isolation, launch in (("shared", "batch"), ("strict", "batch"), ("shared", "per-gpu")):
             sub = sub_of(["--gres=gpu:h100:4", "-p", "batch", "train.sh", "--epochs", "3"])
             req = to_job_request(sub)
             decision = Decision(accepted=True, partition="batch", qos="normal", gres="gpu:h100:4", gpu_type="h100",
                                 gpus=4)
-            p = plan_binding(req, decision, topo, spelling, isolation)
+            p = plan_binding(req, decision, spelling, [layout], launch=launch, isolation=isolation)
             assert p is not None
-            r = render_script(sub, decision, p, spelling, "/spool/payload")
-            path = tmp_path / f"job-{version[0]}-{version[1]}-{isolation}.sh"
+            r = render_script(sub, decision, p, spelling, PL)
+            path = tmp_path / f"job-{version[0]}-{version[1]}-{isolation}-{launch}.sh"
             path.write_text(r.text)
             subprocess.run(["bash", "-n", str(path)], check=True)
             assert "--gres=gpu:h100:4" in r.text and 'slurm-gpu:hook checkpoint' in r.text
 
 
 def test_wrap_is_not_passed_to_sbatch():
-    r = render_script(sub_of(["--wrap=hostname -s"]), None, None, S2205, "/spool/payload")
+    r = render_script(sub_of(["--wrap=hostname -s"]), None, None, S2205, PL)
     assert r.sbatch_argv == () and "wrap" not in "".join(sbatch_lines(r.text)).replace("job-name=wrap", "")
     assert "#SBATCH --job-name=wrap" in r.text

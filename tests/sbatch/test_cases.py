@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from slurm_gpu.sbatch_options import parse_submission, to_argv
+from slurm_gpu.slurm.sbatch.parse import parse_submission, to_argv
 
 _spec = importlib.util.spec_from_file_location("sbatch_cases", os.path.join(os.path.dirname(__file__), "cases.py"))
 cases = importlib.util.module_from_spec(_spec)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from slurm_gpu.sbatch_options import parse_submission, to_argv
+from slurm_gpu.slurm.sbatch.parse import parse_submission, to_argv
 
 pytestmark = pytest.mark.slurm
 
@@ -95,8 +95,8 @@ def test_same_job_as_sbatch(lab, case):
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_rendered_script_gives_the_same_job(lab, case):
     """The rendered batch script (its #SBATCH lines + sbatch_argv) makes the same job as plain sbatch."""
-    from slurm_gpu.render import render_script
-    from slurm_gpu.slurm_version import spelling_for
+    from slurm_gpu.render.script import render_script
+    from slurm_gpu.slurm.release import spelling_for
 
     if case.needs_job:
         pytest.skip("dependency cases are covered by test_same_job_as_sbatch")
@@ -133,8 +133,8 @@ HOSTILE = ["it's", 'say "hi"', "$(touch /tmp/pwned)", "`id`", "a;b", "x # y", "b
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_directive_values_reach_slurm_intact(lab, value):
     """Job name and comment survive sbatch's #SBATCH lexer exactly (scontrol shows what the user gave)."""
-    from slurm_gpu.render import render_script
-    from slurm_gpu.slurm_version import spelling_for
+    from slurm_gpu.render.script import render_script
+    from slurm_gpu.slurm.release import spelling_for
 
     work = lab.workdir("render-hostile")
     sub = parse_submission(["-J", value, "--comment", value, "job.sh"], {}, None)
@@ -156,9 +156,9 @@ def test_hostile_directive_values_reach_slurm_intact(lab, value):
 @pytest.mark.parametrize("launch", ["batch", "srun"])
 def test_payload_gets_the_exact_argv_in_a_real_job(lab, launch):
     """A rendered job runs in Slurm; its payload (the user's unchanged script) writes its argv."""
-    from slurm_gpu.binding import BindingPlan
-    from slurm_gpu.render import render_script
-    from slurm_gpu.slurm_version import spelling_for
+    from slurm_gpu.placement.plan import BindingPlan
+    from slurm_gpu.render.script import render_script
+    from slurm_gpu.slurm.release import spelling_for
 
     work = lab.workdir("render-run")
     args = ["a b", "$(touch pwned)", "`id`", "it's", 'q"', "-n", "", "日本", "x;y", "\\", "\n"]
@@ -214,7 +214,7 @@ def _skip_if_other_release(lab, case) -> None:
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_refused_by_both(lab, name):
     """What sbatch refuses, the parser refuses too (with our own one-line message)."""
-    from slurm_gpu.sbatch_options import OptionError
+    from slurm_gpu.slurm.sbatch.parse import OptionError
 
     since, before = REFUSED_IN.get(name, ((0, 0), None))
     version = tuple(lab.version[:2])
@@ -241,7 +241,7 @@ def test_table_matches_the_real_sbatch(lab):
     argument kind the table gives it, and every short letter too (getopt's own messages tell)."""
     import subprocess
 
-    from slurm_gpu.sbatch_table import SBATCH_OPTIONS
+    from slurm_gpu.slurm.sbatch.table import SBATCH_OPTIONS
 
     version = tuple(lab.version[:2])
     work = lab.workdir("table")

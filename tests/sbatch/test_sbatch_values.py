@@ -3,55 +3,11 @@
 
 import pytest
 
-from slurm_gpu import sbatch_values as sv
+from slurm_gpu.slurm.sbatch import values as sv
 
 
-@pytest.mark.parametrize(
-    "text, minutes",
-    [
-        ("90", 90),  # MM
-        ("0", 0),
-        ("1:30", 2),  # MM:SS, seconds round up
-        ("2:00", 2),
-        ("2:00:00", 120),  # HH:MM:SS
-        ("1-0", 1440),  # D-HH
-        ("1-2", 1560),
-        ("1-2:30", 1590),  # D-HH:MM
-        ("2-00:00:01", 2881),  # D-HH:MM:SS, 1 s rounds up
-        ("UNLIMITED", sv.INFINITE_MIN),
-        ("infinite", sv.INFINITE_MIN),
-        ("-1", sv.INFINITE_MIN),
-    ],
-)
-def test_time(text, minutes):
-    assert sv.parse_time_min(text) == minutes
-
-
-@pytest.mark.parametrize("text", ["abc", "", "1:2:3:4", "1-", "-5", "1.5", "1h", "1-2-3"])
-def test_time_bad(text):
-    with pytest.raises(ValueError, match="accepted: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS"):
-        sv.parse_time_min(text)
-
-
-def test_format_time():
-    assert sv.format_time_min(90) == "01:30:00"
-    assert sv.format_time_min(1590) == "1-02:30:00"
-    assert sv.format_time_min(sv.INFINITE_MIN) == "UNLIMITED"
-
-
-@pytest.mark.parametrize(
-    "text, mb",
-    [("4000", 4000), ("16G", 16384), ("16g", 16384), ("16GB", 16384), ("512M", 512), ("1T", 1048576),
-     ("1024K", 1), ("1025K", 2), ("0", 0)],
-)
-def test_mem(text, mb):
-    assert sv.parse_mem_mb(text) == mb
-
-
-@pytest.mark.parametrize("text", ["4X", "", "G", "-1", "1.5G", "16 G", "4B"])
-def test_mem_bad(text):
-    with pytest.raises(ValueError, match="accepted: N"):
-        sv.parse_mem_mb(text)
+# Time, memory and parameter counts have one grammar, slurm_gpu.units (tested there); the option
+# parser uses it: tests/sbatch/test_spellings.py checks the wiring (-t UNLIMITED is no limit).
 
 
 def test_gres():
@@ -132,9 +88,5 @@ def test_counts_nodes_nodelist_params():
     assert sv.parse_nodelist("h100n[1-2],a100n1") == ("h100n1", "h100n2", "a100n1")
     with pytest.raises(ValueError, match="host list"):
         sv.parse_nodelist("n[1-")
-    assert sv.parse_model_params("7B") == 7e9
-    assert sv.parse_model_params("70b") == 70e9
-    assert sv.parse_model_params("1.5e9") == 1.5e9
-    assert sv.parse_model_params("350M") == 350e6
-    with pytest.raises(ValueError, match="7B"):
-        sv.parse_model_params("seven")
+    assert sv.parse_nodes_range("1-3") == (1, 3) and sv.parse_nodes_range("2") == (2, 2)
+    assert sv.parse_nodes_range("4,2,8") == (2, 8)

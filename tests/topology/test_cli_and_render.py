@@ -146,19 +146,19 @@ def test_usage_errors_exit_2(args):
     assert "exactly one input" in out.stderr or "--lscpu only goes" in out.stderr
 
 
-def test_bad_file_exits_1_with_one_line(tmp_path):
+def test_bad_file_exits_2_with_one_line(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text((DATA / "hgx-h200-8gpu.nvidia-smi-topo.txt").read_text().replace("NV18", "NVX", 1))
     out = run("show", "--from-nvidia-smi", str(bad))
-    assert out.exit_code == 1 and out.stdout == ""
+    assert out.exit_code == 2 and out.stdout == ""
     assert out.stderr.startswith("Error: ") and "unknown relation 'NVX'" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
     out = run("show", "--from-file", str(tmp_path / "missing.yaml"))
-    assert out.exit_code == 1 and "cannot read topology descriptor" in out.stderr
+    assert out.exit_code == 2 and "cannot read topology descriptor" in out.stderr
 
 
 def test_descriptor_errors(tmp_path):
     d = tmp_path / "n.yaml"
     d.write_text("nvidia_smi: x.txt\nlscpu: y.txt\ncolour: red\n")
     out = run("show", "--from-file", str(d))
-    assert out.exit_code == 1 and "unknown key(s) colour" in out.stderr
+    assert out.exit_code == 2 and "unknown key(s) colour" in out.stderr

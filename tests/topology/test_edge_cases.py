@@ -36,7 +36,8 @@ def test_grace_cpu_less_numa_nodes():
     assert gres_conf_lines(topo, "gh1", "gh200") == ["NodeName=gh1 Name=gpu Type=gh200 File=/dev/nvidia0 Cores=0-71"]
     assert node_conf_line(topo, "gh1", "gh200").startswith("NodeName=gh1 Sockets=1 CoresPerSocket=72 ThreadsPerCore=1")
     text = render(topo)
-    assert "NUMA 1: memory only (no CPUs)" in text and max(map(len, text.splitlines())) <= 80
+    assert "NUMA 1-8: memory only (no CPUs, no GPU placed)" in text.splitlines()
+    assert max(map(len, text.splitlines())) <= 80
     assert summary_json(topo)["numa_nodes"][1] == {"id": 1, "cpus": ""}
 
 

@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``SbatchCli``: the :class:`slurm_gpu.ports.SlurmClient` through the Slurm client commands.
+
+Every call goes through :func:`slurm_gpu.adapters.slurm.runner.run_slurm` (bounded by ``timeout_s``);
+every answer is read by :mod:`slurm_gpu.slurm.records`; every failure is one line in a
+``SubmitError`` / ``SlurmUnreachable``. Tested against the real lab (tests/adapters).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Mapping, Sequence
+
+from slurm_gpu.adapters.slurm.runner import DEFAULT_TIMEOUT_S, failure, run_slurm
+from slurm_gpu.errors import SlurmUnreachable, SubmitError
+from slurm_gpu.slurm.records import (
+    JobState,
+    NodeAlloc,
+    SubmitResult,
+    TestOnlyResult,
+    job_detail,
+    job_state_of,
+    one_line,
+    parse_kv_line,
+    parse_parsable,
+    parse_sbatch_version,
+    parse_test_only,
+)
+from slurm_gpu.slurm.release import Version
+
+
+class SbatchCli:
+    """SlurmClient through sbatch and scontrol. ``env`` is the client environment (default: ours)."""
+
+    def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None,
+                 sbatch: str = "sbatch", scontrol: str = "scontrol", cache_dir: str | None = None):
+        self.timeout_s = timeout_s
+        self.env = dict(os.environ if env is None else env)
+        self.sbatch = sbatch
+        self.scontrol = scontrol
+        self.cache_dir = cache_dir
+        self._version: Version | None = None
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def preflight(self) -> None:
+        """Fail at once where the client would retry for a minute (SLURM_CONF naming a missing file)."""
+        conf = self.env.get("SLURM_CONF")
+        if conf and not os.path.isfile(conf):
+            raise SlurmUnreachable(
+                f"SLURM_CONF={conf}: no such file; point SLURM_CONF at the cluster's slurm.conf "
+                "(in the lab: source <(slurm-gpu lab env))")
+
+    def _run(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
+        proc = run_slurm(argv, env=self.env if env is None else env, timeout_s=self.timeout_s)
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def _fail(self, what: str, stderr: str) -> SubmitError:
+        return failure(what, stderr, self.env)
+
+    # -- version --------------------------------------------------------------------------------
+    def version(self) -> Version:
+        """``sbatch --version``, run once per call and cached on disk by the binary's path and mtime.
+
+        The query runs with a throw-away minimal slurm.conf so it needs no reachable controller.
+        """
+        if self._version is None:
+            self._version = self._cached_version()
+        return self._version
+
+    def _cached_version(self) -> Version:
+        import shutil
+
+        path = shutil.which(self.sbatch, path=self.env.get("PATH"))
+        if path is None:
+            raise SubmitError(f"{self.sbatch}: command not found; install the Slurm client (Debian: slurm-client)")
+        real = os.path.realpath(path)
+        key = f"{real}:{os.stat(real).st_mtime_ns}"
+        cache_dir = self.cache_dir or os.path.join(
+            self.env.get("XDG_CACHE_HOME") or os.path.join(self.env.get("HOME") or "/tmp", ".cache"), "slurm-gpu")
+        cache_file = os.path.join(cache_dir, "sbatch-version")
+        try:
+            with open(cache_file, encoding="utf-8") as fh:
+                cached_key, _, text = fh.read().partition("\n")
+            if cached_key == key:
+                return parse_sbatch_version(text)
+        except (OSError, ValueError):
+            pass
+        os.makedirs(cache_dir, exist_ok=True)
+        conf = os.path.join(cache_dir, "version-probe.conf")
+        if not os.path.exists(conf):
+            with open(conf, "w", encoding="utf-8") as fh:
+                fh.write("ClusterName=probe\nSlurmctldHost=localhost\n")
+        rc, out, err = self._run([real, "--version"], env=dict(self.env, SLURM_CONF=conf))
+        if rc != 0:
+            raise self._fail("sbatch --version", err)
+        version = parse_sbatch_version(out)
+        tmp = f"{cache_file}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(f"{key}\n{out.strip()}\n")
+        os.replace(tmp, cache_file)
+        return version
+
+    # -- submission -----------------------------------------------------------------------------
+    def submit_env(self) -> dict[str, str]:
+        """The environment sbatch runs with: ours without the ``SBATCH_*`` input variables, whose effect
+        the rendered script already carries (sbatch would otherwise let them override its directives)."""
+        return {k: v for k, v in self.env.items() if not k.startswith("SBATCH_")}
+
+    def submit(self, options: Sequence[str], script_path: str, script_args: Sequence[str] = ()) -> SubmitResult:
+        """``sbatch --parsable OPTIONS SCRIPT ARGS`` -> the job id."""
+        self.preflight()
+        rc, out, err = self._run([self.sbatch, "--parsable", *options, script_path, *script_args],
+                                 env=self.submit_env())
+        if rc != 0:
+            raise self._fail("sbatch", err)
+        result = parse_parsable(out)
+        if result is None:
+            raise SubmitError(f"sbatch printed no job id (stdout {out.strip()[:80]!r}, stderr {one_line(err, '')!r})")
+        return result
+
+    def test_only(self, options: Sequence[str], script_path: str, script_args: Sequence[str] = ()) -> TestOnlyResult:
+        """``sbatch --test-only``: Slurm's own verdict and start estimate; nothing is queued."""
+        self.preflight()
+        rc, _out, err = self._run([self.sbatch, "--test-only", *options, script_path, *script_args],
+                                  env=self.submit_env())
+        if rc != 0:
+            raise self._fail("sbatch --test-only", err)
+        result = parse_test_only(err)
+        if result.job_id is None:
+            raise SubmitError(f"sbatch --test-only: unexpected answer {one_line(err, '')!r}")
+        return result
+
+    # -- job state ------------------------------------------------------------------------------
+    def show_job(self, job_id: int) -> dict[str, str] | None:
+        """``scontrol show job -o N`` as a dict (None once Slurm has forgotten the job). ``-o`` works on
+        every version; 23.02+ also has ``--json``, whose shape changes per data_parser release."""
+        self.preflight()
+        rc, out, err = self._run([self.scontrol, "show", "job", "-o", str(job_id)])
+        if rc != 0:
+            if "Invalid job id" in err:
+                return None
+            raise self._fail("scontrol show job", err)
+        return parse_kv_line(out.strip().splitlines()[0]) if out.strip() else None
+
+    def job_detail_text(self, job_id: int) -> str:
+        """``scontrol show job -d N``, multi-line, with the per-node ``CPU_IDs``/``GRES`` lines."""
+        self.preflight()
+        rc, out, err = self._run([self.scontrol, "show", "job", "-d", str(job_id)])
+        if rc != 0:
+            raise self._fail("scontrol show job -d", err)
+        return out
+
+    def job_detail(self, job_id: int) -> tuple[dict[str, str], list[NodeAlloc]]:
+        """(job fields, per-node allocations) of ``scontrol show job -d N``."""
+        return job_detail(self.job_detail_text(job_id))
+
+    def job_state(self, job_id: int) -> JobState | None:
+        rec = self.show_job(job_id)
+        return None if rec is None else job_state_of(job_id, rec)
+
+
+__all__ = ["SbatchCli", "DEFAULT_TIMEOUT_S"]

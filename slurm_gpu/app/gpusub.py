@@ -1,0 +1,460 @@
+# SPDX-License-Identifier: Apache-2.0
+"""gpusub's orchestration: parse -> request -> classify -> topology -> plan -> render -> write -> backend.
+
+This is the one place that joins the pure core (sbatch_options, policy, topology, binding, render)
+to the edges (files, the Slurm backend, the terminal). Heavy modules are imported only on the
+paths that need them, so a plain submission starts fast.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import IO, Any, Mapping
+
+from slurm_gpu.errors import PolicyError, Rejected, SubmitError, TopologyError, UsageError, exit_code_for
+
+DEFAULT_POLICY_PATH = "/etc/slurm-gpu/policy.yaml"
+
+
+class InfoRequested(Exception):
+    """``--help``/``--usage``/``--version`` among the options: print it, submit nothing."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything decided before anything is written or sent."""
+
+    submission: Any  # sbatch_options.Submission
+    request: Any  # request.JobRequest
+    decision: Any  # request.Decision
+    plan: Any  # binding.BindingPlan | None
+    spelling: Any  # slurm_version.SlurmSpelling
+    policy: Any  # policy.Policy | None
+    script_text: str | None
+
+
+# ---- inputs ----------------------------------------------------------------------------------
+
+def policy_path(gpusub_opts: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
+    """--policy, then $GPUSUB_POLICY, then /etc/slurm-gpu/policy.yaml; None when no policy applies."""
+    explicit = gpusub_opts.get("policy")
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise UsageError(f"--policy {explicit}: no such file (give a site policy YAML file)")
+        return explicit
+    from_env = env.get("GPUSUB_POLICY")
+    if from_env:
+        if not os.path.isfile(from_env):
+            raise UsageError(f"GPUSUB_POLICY={from_env}: no such file (unset it or point it at a policy YAML file)")
+        return from_env
+    return DEFAULT_POLICY_PATH if os.path.isfile(DEFAULT_POLICY_PATH) else None
+
+
+# sbatch's own limit (SchedulerParameters=max_script_size, default 4 MiB); a bigger script is refused
+# before it is read whole, so /dev/zero or a huge file costs nothing.
+MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+
+
+def _read_capped(fd: int, what: str) -> str:
+    chunks, size = [], 0
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_SCRIPT_BYTES:
+            raise UsageError(f"{what}: larger than {MAX_SCRIPT_BYTES} bytes, sbatch's batch script limit "
+                             "(max_script_size)")
+    return b"".join(chunks).decode("utf-8", "surrogateescape")
+
+
+def read_script(path: str) -> str:
+    """The batch script's text (bytes that are not UTF-8 kept as surrogate escapes). Only regular files
+    and standard input; at most sbatch's size limit."""
+    import stat
+
+    if path == "-":
+        return _read_capped(sys.stdin.fileno(), "standard input")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise UsageError(f"script {path}: no such file (usage: gpusub [OPTIONS] SCRIPT [ARGS]... or --wrap=CMD)") from None
+    except IsADirectoryError:
+        raise UsageError(f"script {path}: is a directory, not a batch script") from None
+    except PermissionError:
+        raise UsageError(f"script {path}: permission denied") from None
+    except OSError as exc:
+        raise UsageError(f"script {path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise UsageError(f"script {path}: is a directory, not a batch script")
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"script {path}: not a regular file (a batch script is read from a file or "
+                             "standard input)")
+        if st.st_size > MAX_SCRIPT_BYTES:
+            raise UsageError(f"script {path}: {st.st_size} bytes, larger than sbatch's batch script limit "
+                             f"of {MAX_SCRIPT_BYTES} bytes (max_script_size)")
+        return _read_capped(fd, f"script {path}")
+    except OSError as exc:
+        raise UsageError(f"script {path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def detect_spelling(env: Mapping[str, str], backend: Any):
+    """The option spellings of the Slurm we talk to ($GPUSUB_SLURM_VERSION overrides detection)."""
+    from slurm_gpu.slurm.release import DEFAULT_VERSION, parse_sbatch_version, spelling_for
+
+    forced = env.get("GPUSUB_SLURM_VERSION")
+    if forced:
+        return spelling_for(parse_sbatch_version(forced))
+    try:
+        return spelling_for(backend.version())
+    except SubmitError:
+        from dataclasses import replace
+
+        return replace(spelling_for(DEFAULT_VERSION), detected=False)
+
+
+def _user_and_groups(env: Mapping[str, str]) -> tuple[str | None, tuple[str, ...]]:
+    try:
+        import grp
+        import pwd
+
+        user = pwd.getpwuid(os.getuid()).pw_name
+        groups = tuple(sorted({grp.getgrgid(g).gr_name for g in os.getgroups()}))
+        return user, groups
+    except (KeyError, ImportError):
+        return env.get("USER"), ()
+
+
+def _no_policy_decision(request: Any):
+    from slurm_gpu.request import Decision
+
+    return Decision(accepted=True, gpus=request.total_gpus, gpu_type=request.gpu_type,
+                    partition=request.partition, qos=request.qos,
+                    reasons=("no site policy: the job is submitted as sbatch would submit it",))
+
+
+def prepare(argv: list[str], env: Mapping[str, str], backend: Any) -> Prepared:
+    """Parse and decide; no files written, nothing submitted."""
+    from slurm_gpu.slurm.sbatch.parse import parse_submission
+    from slurm_gpu.slurm.sbatch.to_request import to_job_request
+
+    spelling = detect_spelling(env, backend)
+    # parse as the detected sbatch does (its options, its conflicts); None when it could not be asked
+    version = spelling.version[:2] if getattr(spelling, "detected", True) else None
+    first = parse_submission(argv, env, None, version=version)
+    for name in ("help", "usage", "version"):  # sbatch's early options, anywhere before the script
+        if first.has(name):
+            raise InfoRequested(name)
+    script_text = None
+    if first.script_path is not None:
+        script_text = read_script(first.script_path)
+        sub = parse_submission(argv, env, script_text, version=version)
+    elif first.wrap is None and not _wants_only_info(first):
+        # as sbatch: no script named and no --wrap, so the script is read from standard input
+        if sys.stdin is None or sys.stdin.isatty():
+            raise UsageError("no batch script given (usage: gpusub [OPTIONS] SCRIPT [ARGS]..., --wrap=CMD, "
+                             "or the script on standard input)")
+        script_text = read_script("-")
+        sub = parse_submission(argv, env, script_text, version=version)
+    else:
+        sub = first
+    user, groups = _user_and_groups(env)
+    request = to_job_request(sub, user=user, groups=groups)
+
+    path = policy_path(sub.gpusub, env)
+    policy = None
+    if path is None:
+        decision = _no_policy_decision(request)
+    else:
+        from slurm_gpu import policy as policy_mod
+
+        loader = getattr(policy_mod, "load_policy_cached", None) or policy_mod.load_policy
+        policy = loader(path)
+        decision = policy_mod.classify(request, policy)
+    plan = None
+    if decision.accepted and decision.gpus > 0 and policy is not None:
+        given = frozenset(n for n, _ in sub.options) | frozenset(
+            o.lstrip("-").partition("=")[0] for o in decision.added_options)
+        plan = make_plan(request, decision, policy, spelling, sub.gpusub, given,
+                         cpu_bind=env.get("GPUSUB_CPU_BIND"), env=env)
+    return Prepared(sub, request, decision, plan, spelling, policy, script_text)
+
+
+def _wants_only_info(sub: Any) -> bool:
+    return bool(sub.gpusub.get("explain"))
+
+
+# ---- topology + plan -------------------------------------------------------------------------
+
+def node_types_for(policy: Any, decision: Any) -> list[Any]:
+    """Node types the decision can land on: in the chosen partition, with the chosen GPU type."""
+    part = policy.partition(decision.partition) if decision.partition else None
+    names = part.node_types if part is not None and part.node_types else tuple(nt.name for nt in policy.node_types)
+    out = []
+    for name in names:
+        nt = policy.node_type(name)
+        if nt is None or not nt.gpu_type or nt.gpus <= 0:
+            continue
+        if decision.gpu_type and nt.gpu_type != decision.gpu_type:
+            continue
+        out.append(nt)
+    return out
+
+
+def _cache_dir(env: Mapping[str, str]) -> str:
+    return os.path.join(env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or "/tmp", ".cache"), "slurm-gpu")
+
+
+def _topology_key(path: str) -> str:
+    """The descriptor and every file beside it (the captures it names), by path, size and mtime."""
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    parts = [os.path.abspath(path)]
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        if entry.is_file():
+            st = entry.stat()
+            parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    return "|".join(parts)
+
+
+def load_layout(node_type: Any, env: Mapping[str, str]):
+    """A node type's NodeLayout from its topology file, through a small JSON cache (so that gpusub
+    does not import the parsers and YAML on every submission)."""
+    import json
+
+    from slurm_gpu.placement.plan import NodeLayout, node_layout
+    from slurm_gpu.hostlist import compress_hostlist
+
+    hosts = compress_hostlist(list(node_type.nodes)) if node_type.nodes else ""
+    key = f"{_topology_key(node_type.topology)}|{node_type.name}|{hosts}"
+    cache_file = os.path.join(_cache_dir(env), "layouts.json")
+    try:
+        with open(cache_file, encoding="utf-8") as fh:
+            cache = json.load(fh)
+    except (OSError, ValueError):
+        cache = {}
+    hit = cache.get(key)
+    if hit is not None:
+        try:
+            return NodeLayout(name=hit["name"], nodes=hit["nodes"],
+                              gpu_sockets=tuple(tuple(x) for x in hit["gpu_sockets"]),
+                              socket_gpus=tuple((s, tuple(g)) for s, g in hit["socket_gpus"]),
+                              local_cores_per_gpu=hit["local_cores_per_gpu"],
+                              cores_per_socket=hit["cores_per_socket"], sockets=hit["sockets"])
+        except (KeyError, TypeError, ValueError):
+            pass
+    from slurm_gpu.topology import load_topology_file
+
+    try:
+        layout = node_layout(load_topology_file(node_type.topology), node_type.name, hosts)
+    except (OSError, TopologyError) as exc:
+        raise PolicyError(f"node type {node_type.name}: topology {node_type.topology}: {exc}") from None
+    cache = {k: v for k, v in cache.items() if not k.startswith(key.split("|", 1)[0] + "|")}
+    cache[key] = {"name": layout.name, "nodes": layout.nodes, "gpu_sockets": layout.gpu_sockets,
+                  "socket_gpus": layout.socket_gpus, "local_cores_per_gpu": layout.local_cores_per_gpu,
+                  "cores_per_socket": layout.cores_per_socket, "sockets": layout.sockets}
+    try:
+        os.makedirs(os.path.dirname(cache_file), exist_ok=True)
+        tmp = f"{cache_file}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(cache, fh)
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass  # a read-only home: no cache, same answer
+    return layout
+
+
+def make_plan(request: Any, decision: Any, policy: Any, spelling: Any, gpusub_opts: Mapping[str, Any],
+              given: frozenset[str] = frozenset(), cpu_bind: str | None = None, env: Mapping[str, str] | None = None):
+    from slurm_gpu.placement.plan import plan_binding
+
+    candidates = node_types_for(policy, decision)
+    if not candidates:
+        return None
+    layouts = [load_layout(nt, env or {}) for nt in candidates]
+    return plan_binding(request, decision, spelling, layouts, launch=gpusub_opts.get("launch"),
+                        isolation=gpusub_opts.get("gpu_isolation") or "shared",
+                        defaults=getattr(policy, "defaults", None), given=given, cpu_bind=cpu_bind or "cores")
+
+
+# ---- outputs ---------------------------------------------------------------------------------
+
+def render_prepared(prep: Prepared):
+    from slurm_gpu.render.script import payload_of, render_script
+
+    return render_script(prep.submission, prep.decision, prep.plan, prep.spelling,
+                         payload_of(prep.submission, prep.script_text))
+
+
+def write_rendered(text: str, env: Mapping[str, str]) -> str:
+    """The rendered script in a private temporary file (removed by the caller once sbatch has read it:
+    the job carries its own payload, so nothing needs to stay behind)."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="gpusub.", suffix=".sh", dir=env.get("TMPDIR") or None)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(text)
+    except BaseException:
+        os.unlink(path)
+        raise
+    return path
+
+
+def all_warnings(prep: Prepared) -> list[str]:
+    """Every policy and binding warning, once each, in order."""
+    seen: list[str] = []
+    for w in list(prep.decision.warnings) + list(getattr(prep.plan, "warnings", ()) or ()):
+        if w not in seen:
+            seen.append(w)
+    return seen
+
+
+def sbatch_options_of(rendered: Any) -> list[str]:
+    """The sbatch options of a rendered job, without a leading ``sbatch`` or trailing script/args."""
+    argv = list(rendered.sbatch_argv)
+    if argv and os.path.basename(argv[0]) == "sbatch":
+        argv = argv[1:]
+    return argv
+
+
+def explain_payload(prep: Prepared) -> dict[str, Any]:
+    data = prep.decision.to_json()
+    data["warnings"] = all_warnings(prep)
+    data["binding"] = prep.plan.to_json() if prep.plan is not None else None
+    data["slurm_version"] = prep.spelling.label
+    return data
+
+
+def explain_text(prep: Prepared) -> list[str]:
+    lines: list[str] = []
+    try:
+        from slurm_gpu.policy import explain_lines
+
+        lines.extend(explain_lines(prep.decision))
+    except ImportError:
+        d = prep.decision
+        lines.append(f"{'accepted' if d.accepted else 'REJECTED'}: partition={d.partition} qos={d.qos} gres={d.gres}")
+        lines.extend(f"  - {r}" for r in d.reasons)
+    if prep.plan is not None:
+        lines.append("binding plan:")
+        lines.extend(f"  {line}" for line in prep.plan.explanation)
+        if prep.plan.sbatch_options:
+            lines.append("  sbatch: " + " ".join(prep.plan.sbatch_options))
+        if prep.plan.srun_options:
+            lines.append("  srun:   " + " ".join(prep.plan.srun_options))
+        if prep.plan.env:
+            lines.append("  env:    " + " ".join(f"{k}={v}" for k, v in prep.plan.env))
+    elif prep.decision.accepted and prep.decision.gpus == 0:
+        lines.append("binding plan: none (no GPUs requested)")
+    return lines
+
+
+def _dumps(data: Any) -> str:
+    import json
+
+    return json.dumps(data, sort_keys=False)
+
+
+# ---- the command -----------------------------------------------------------------------------
+
+def make_backend(env: Mapping[str, str]):
+    from slurm_gpu.adapters.slurm import DEFAULT_TIMEOUT_S, SbatchCli
+
+    raw = env.get("GPUSUB_TIMEOUT_S")
+    try:
+        timeout_s = float(raw) if raw else DEFAULT_TIMEOUT_S
+    except ValueError:
+        raise UsageError(f"GPUSUB_TIMEOUT_S={raw}: not a number of seconds (e.g. 15)") from None
+    return SbatchCli(timeout_s=timeout_s, env=env)
+
+
+def _json_record(prep: Prepared, job_id: Any) -> dict[str, Any]:
+    return {"job_id": job_id, "partition": prep.decision.partition, "qos": prep.decision.qos,
+            "gres": prep.decision.gres, "binding": prep.plan.to_json() if prep.plan is not None else None,
+            "warnings": all_warnings(prep)}
+
+
+def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str], backend: Any = None) -> int:
+    """gpusub: returns the exit code; raises SlurmGpuError subclasses for the CLI to report."""
+    backend = backend if backend is not None else make_backend(env)
+    try:
+        prep = prepare(argv, env, backend)
+    except InfoRequested as info:
+        from slurm_gpu import __version__
+        from slurm_gpu.cli.gpusub import HELP_TEXT
+
+        out.write(f"gpusub, version {__version__}\n" if str(info) == "version" else HELP_TEXT)
+        return 0
+    opts = prep.submission.gpusub
+    as_json = bool(opts.get("json"))
+
+    if opts.get("explain"):
+        if as_json:
+            out.write(_dumps(explain_payload(prep)) + "\n")
+        else:
+            out.write("\n".join(explain_text(prep)) + "\n")
+        return 0 if prep.decision.accepted else 1
+
+    if not prep.decision.accepted:
+        fix = f" ({prep.decision.fix})" if getattr(prep.decision, "fix", None) else ""
+        raise Rejected(f"rejected by policy: {prep.decision.message}{fix}")
+    for warning in all_warnings(prep):
+        err.write(f"gpusub: warning: {warning}\n")
+
+    rendered = render_prepared(prep)
+    options = sbatch_options_of(rendered)
+    if opts.get("dry_run"):
+        # exactly the file that would be submitted on stdout; the sbatch command line on stderr
+        from shlex import join
+
+        argv_out = ["sbatch", "--parsable", *options, "<this script>"]
+        if as_json:
+            out.write(_dumps({"script": rendered.text, "sbatch_argv": argv_out, **explain_payload(prep)}) + "\n")
+        else:
+            out.write(rendered.text)
+            err.write("gpusub: dry run; would submit with: " + join(argv_out) + "\n")
+        return 0
+
+    try:
+        script = write_rendered(rendered.text, env)
+    except OSError as exc:
+        raise SubmitError(f"cannot write the job script to a temporary file: {exc.strerror or exc} "
+                          "(set TMPDIR to a writable directory)") from None
+    try:
+        if opts.get("test_only"):
+            test = backend.test_only(options, script, [])
+            if as_json:
+                out.write(_dumps({"job_id": test.job_id, "start": test.start, "processors": test.processors,
+                                  "nodes": test.nodes, "partition": test.partition,
+                                  "preempts": list(test.preempts)}) + "\n")
+            else:
+                out.write(f"{test.message}\n" + (f"Preempts: {','.join(map(str, test.preempts))}\n"
+                                                  if test.preempts else ""))
+            return 0
+        result = backend.submit(options, script, [])
+    finally:
+        try:
+            os.unlink(script)
+        except OSError:
+            pass
+    if as_json:
+        out.write(_dumps(_json_record(prep, result.job_id)) + "\n")
+    else:
+        out.write(f"{result.job_id}\n")
+    out.flush()
+    if opts.get("wait"):
+        from slurm_gpu.follow import follow_job
+
+        return follow_job(backend, result.job_id, err)
+    return 0
+
+
+__all__ = ["run", "prepare", "Prepared", "UsageError", "Rejected", "exit_code_for", "policy_path",
+           "node_types_for", "make_plan", "explain_payload", "explain_text"]

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Step ``resolve_gpus``: a GPU fraction becomes a MIG slice or an MPS share; whole GPUs get a type
+(typed enforcement), are checked against QOS and partition limits and split over nodes; sets ``gres``."""
+
+from __future__ import annotations
+
+import math
+
+from slurm_gpu.policy.classifier.state import State, hint
+from slurm_gpu.policy.model import Partition
+from slurm_gpu.units import parse_mig_profile
+
+
+def _mig_candidates(st: State, part: Partition) -> list[tuple[int, int, str, str]]:
+    """(slices, memory_gb, gpu type, profile) for MIG profiles usable in the partition."""
+    pol, iso = st.policy, st.policy.isolation
+    out = []
+    for t in pol.partition_gpu_types(part.name):
+        gt = pol.gpu_type(t)
+        if gt is None or not gt.mig_capable or (st.gpu_type and t != st.gpu_type):
+            continue
+        for prof in gt.mig_profiles:
+            if iso.mig_profiles and prof not in iso.mig_profiles:
+                continue
+            p = parse_mig_profile(prof)  # validated when the policy was loaded
+            out.append((p.slices, p.memory_gb, t, prof))
+    return sorted(out)
+
+
+def fraction(st: State, part: Partition) -> None:
+    iso, f, r = st.policy.isolation, st.fraction or 0.0, st.request
+    mode = iso.fraction_mode
+    if mode == "reject":
+        raise st.reject("fraction", "ask for a whole GPU (--gpus=<type>:1)", fraction=f,
+                        why="this site does not share GPUs")
+    use_mig = mode == "mig" or (mode == "mig-then-mps" and f <= iso.mig_max_fraction) or r.mig_profile
+    if use_mig:
+        cands = _mig_candidates(st, part)
+        if r.mig_profile:
+            cands = [c for c in cands if c[3] == r.mig_profile]
+        fits = [c for c in cands if c[0] / 7 >= f - 1e-9]
+        if fits:
+            slices, _, t, prof = fits[0]
+            st.gpu_type, st.gpus = t, 1
+            st.gres = f"gpu:{t}_{prof}:1"  # Slurm MIG type: a100_3g.40gb
+            st.add(f"--gres={st.gres}")
+            st.reasons.append(f"GPU fraction {f:g} -> MIG slice {prof} on {t} ({slices}/7 of the GPU)")
+            return
+        if mode == "mig" or r.mig_profile:
+            allowed = sorted({c[3] for c in cands})
+            raise st.reject("fraction", f"use one of the MIG profiles {', '.join(allowed) or '(none)'} "
+                            f"in partition {part.name}", fraction=f,
+                            why=f"no allowed MIG profile in partition {part.name} covers it")
+    pct = max(iso.mps_min_share_pct, math.ceil(f * 100 - 1e-9))
+    if pct > iso.mps_max_share_pct:
+        raise st.reject("fraction", f"ask for at most {iso.mps_max_share_pct / 100:g} of a GPU, or a whole GPU",
+                        fraction=f, why=f"MPS shares are capped at {iso.mps_max_share_pct}%")
+    st.gpus = 0
+    st.gres = f"mps:{pct}"  # 100 mps units per GPU
+    st.add(f"--gres={st.gres}")
+    st.reasons.append(f"GPU fraction {f:g} -> MPS share of {pct}%")
+
+
+def _resolve_type(st: State, part: Partition) -> str:
+    pol, d = st.policy, st.policy.defaults
+    offered = list(pol.partition_gpu_types(part.name))
+    if st.gpu_type:
+        if pol.gpu_type(st.gpu_type) is None:
+            names = [g.name for g in pol.gpu_types]
+            raise st.reject("unknown_gpu_type", f"{hint(st.gpu_type, names)}GPU types: {', '.join(names)}",
+                            gpu_type=st.gpu_type)
+        if st.gpu_type not in offered:
+            where = [p.name for p in pol.partitions if st.gpu_type in pol.partition_gpu_types(p.name)]
+            raise st.reject("gpu_type_not_in_partition",
+                            f"use --gpus={'|'.join(offered) or '?'}:{st.gpus} here, or a partition with "
+                            f"{st.gpu_type}: {', '.join(where) or '(none)'}", gpu_type=st.gpu_type,
+                            partition=part.name)
+        st.reasons.append(f"GPU type {st.gpu_type}: as requested, offered by {part.name}")
+        return st.gpu_type
+    fix = f"name the type: --gpus={'|'.join(offered) or '<type>'}:{st.gpus}"
+    if d.untyped_gpus == "reject":
+        raise st.reject("untyped_gpu", fix, gpus=st.gpus, partition=part.name)
+    for source, t in (("partition default", part.default_gpu_type), ("policy default", d.gpu_type),
+                      ("only type in partition", offered[0] if len(offered) == 1 else None)):
+        if t and t in offered:
+            st.reasons.append(f"GPU type {t}: untyped request resolved ({source}) so typed QOS limits apply")
+            return t
+    raise st.reject("untyped_gpu", fix, gpus=st.gpus, partition=part.name)
+
+
+def whole_gpus(st: State, part: Partition) -> None:
+    pol, r = st.policy, st.request
+    t = st.gpu_type = _resolve_type(st, part)
+    q = pol.qos_named(st.qos)
+    if q is not None and q.max_gpus_per_job is not None and st.gpus > q.max_gpus_per_job:
+        raise st.reject("too_many_gpus", f"ask for at most {q.max_gpus_per_job} GPUs (--gpus={t}:"
+                        f"{q.max_gpus_per_job})", gpus=st.gpus, qos=q.name, limit=q.max_gpus_per_job)
+    if q is not None and q.max_gpus_per_user is not None and st.gpus > q.max_gpus_per_user:
+        raise st.reject("over_user_cap", f"ask for at most {q.max_gpus_per_user} GPUs", gpus=st.gpus,
+                        qos=q.name, limit=q.max_gpus_per_user)
+    if q is not None:
+        st.reasons.append(f"qos {q.name}: {st.gpus} GPUs within max_gpus_per_job "
+                          f"{q.max_gpus_per_job if q.max_gpus_per_job is not None else 'unlimited'}")
+    per_node_max, capacity = pol.gpu_capacity(part.name, t)
+    if st.gpus > capacity:
+        raise st.reject("too_big", f"ask for at most {capacity} {t} GPUs", gpus=st.gpus, gpu_type=t,
+                        partition=part.name, capacity=capacity)
+    nodes = r.nodes or max(1, math.ceil(st.gpus / per_node_max))
+    if r.gpus_per_node is not None and r.gpus is None:
+        per = r.gpus_per_node
+    elif st.gpus % nodes:
+        lo = (st.gpus // nodes) * nodes
+        hint = f"ask for {lo or nodes} or {lo + nodes} GPUs" if lo else f"ask for {nodes} GPUs"
+        raise st.reject("uneven_gpus", hint, gpus=st.gpus, nodes=nodes, per_node=per_node_max)
+    else:
+        per = st.gpus // nodes
+    if per > per_node_max:
+        raise st.reject("too_big", f"use at most {per_node_max} GPUs per node (add nodes)", gpus=per,
+                        gpu_type=t, partition=part.name, capacity=per_node_max)
+    st.gres = f"gpu:{t}:{per}"
+    st.reasons.append(f"gres {st.gres} on {nodes} node(s)")
+    if r.gpus_per_task is not None and r.gpus is None and r.gpus_per_node is None:
+        st.add(f"--gpus-per-task={t}:{r.gpus_per_task}")  # keep the user's per-task form, typed
+    elif r.gpus_per_socket is not None and r.gpus is None and r.gpus_per_node is None:
+        st.add(f"--gpus-per-socket={t}:{r.gpus_per_socket}")
+    else:
+        st.add(f"--gres={st.gres}")  # replaces --gpus/--gpus-per-node/--gres
+    if r.nodes is None and nodes > 1:
+        st.add(f"--nodes={nodes}")
+
+
+
+def resolve_gpus(st: State) -> None:
+    part = st.partition
+    assert part is not None  # place ran
+    if st.fraction is not None:
+        fraction(st, part)
+    elif st.gpus:
+        whole_gpus(st, part)
+    else:
+        st.reasons.append("no GPUs requested: no gres")

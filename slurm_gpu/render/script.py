@@ -1,0 +1,390 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Render gpusub's batch script from ``templates/`` (pure: data in, text out; jinja2 loaded lazily).
+
+The rendered script carries the effective sbatch options as sorted ``#SBATCH`` lines, a header
+comment, the plan's environment, the checkpoint hook point and the user's original script (the
+*payload*) inside a quoted here-document, byte for byte, so no node needs the submitter's files. The
+batch shell writes it into a private directory, runs it once with its own ``#!`` interpreter (as
+sbatch would), stays its parent (signals for the batch shell are passed on) and exits with its code. Every value is quoted twice over: with
+``shlex.quote`` for bash, and for sbatch's own ``#SBATCH`` lexer. A value neither can carry on one
+line (a newline) goes to ``sbatch_argv`` instead of a directive.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from slurm_gpu import __version__
+from slurm_gpu.errors import UsageError
+from slurm_gpu.slurm.sbatch.table import BY_NAME, MEMORY_GROUP, SAME_FIELD
+
+TEMPLATE_NAME = "batch.sh.j2"
+
+# sbatch options that steer the sbatch client, not the job: always on the command line.
+# (--wrap is dropped: gpusub writes the wrapped command as the payload script, as sbatch would.)
+CLIENT_OPTIONS = frozenset(
+    {"test-only", "parsable", "quiet", "verbose", "wait", "ignore-pbs", "help", "usage", "version", "wrap"}
+)
+
+# srun options that an srun inside the batch script also reads from its input environment.
+SRUN_INPUT_ENV = {
+    "cpu-bind": "SLURM_CPU_BIND",
+    "gpu-bind": "SLURM_GPU_BIND",
+    "tres-bind": "SLURM_TRES_BIND",
+    "mem-bind": "SLURM_MEM_BIND",
+    "distribution": "SLURM_DISTRIBUTION",
+    "gres-flags": "SLURM_GRES_FLAGS",
+    "exact": "SLURM_EXACT",
+    "overlap": "SLURM_OVERLAP",
+    "gpus-per-task": "SLURM_GPUS_PER_TASK",
+    "cpus-per-task": "SLURM_CPUS_PER_TASK",
+    "hint": "SLURM_HINT",
+}
+
+# The per-task shim (srun launch, shared isolation): rank variables and this task's GPUs, in
+# CUDA_VISIBLE_DEVICES order (ordinals for frameworks, entries for tools), then the payload.
+SHIM = (
+    'export LOCAL_RANK="${SLURM_LOCALID:-0}" RANK="${SLURM_PROCID:-0}" WORLD_SIZE="${SLURM_NTASKS:-1}"; '
+    "n=@GPUS_PER_TASK@; first=$((LOCAL_RANK * n)); "
+    'IFS=, read -r -a cvd <<< "${CUDA_VISIBLE_DEVICES:-}"; '
+    'export GPUSUB_TASK_GPUS="$(IFS=,; echo "${cvd[*]:first:n}")" '
+    'GPUSUB_TASK_GPU_ORDINALS="$(seq -s, "$first" "$((first + n - 1))")"; '
+    'exec "$@"'
+)
+
+_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./\-]+$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class RenderError(UsageError):
+    """The job cannot be rendered (a value no script can carry, a bad environment name)."""
+
+
+@dataclass(frozen=True)
+class RenderedScript:
+    """The batch script text and the sbatch options that must go on sbatch's command line
+    (options only: no ``sbatch``, no script path; the script's arguments are inside the text)."""
+
+    text: str
+    sbatch_argv: tuple[str, ...]
+
+
+def directive_quote(value: str) -> str:
+    """Quote ``value`` for sbatch's ``#SBATCH`` lexer: bare when safe, else in double quotes with
+    ``\\`` and ``"`` escaped (sbatch honours backslash escapes inside quotes in every release)."""
+    if value and _SAFE.match(value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def comment_text(value: Any) -> str:
+    """Make text safe for a bash comment: one line, printable characters only."""
+    return "".join(ch if ch.isprintable() else "?" for ch in str(value))
+
+
+def _split_option(text: str) -> tuple[str, str | None]:
+    name, eq, value = text.lstrip("-").partition("=")
+    return name, (value if eq else None)
+
+
+# The GPU count forms. The user's forms stay as written; where the policy resolved an untyped request
+# to a type, the type is added to each untyped form (so a QOS limit on a typed GPU applies), and the
+# policy's own GPU forms are not added next to them (two count forms would ask twice, and slurmctld
+# refuses typed and untyped GPU options together). The policy's forms are used only when the user
+# gave none (a --gpu-fraction slice or share).
+GPU_COUNT_FORMS = frozenset({"gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"})
+_POLICY_GPU_LAYOUT = GPU_COUNT_FORMS | {"nodes"}
+
+
+def _is_gpu_gres_item(item: str) -> bool:
+    name = item.split(":", 1)[0].split("=", 1)[0]
+    return name in ("gpu", "gres/gpu")
+
+
+def _type_gres(value: str, gpu_type: str) -> str:
+    """``gpu:2`` -> ``gpu:TYPE:2``, ``gpu`` -> ``gpu:TYPE``; typed items and other GRES unchanged."""
+    out = []
+    for item in value.split(","):
+        parts = item.split(":")
+        if parts[0] in ("gpu", "gres/gpu") and len(parts) == 1:
+            item = f"{parts[0]}:{gpu_type}"
+        elif parts[0] in ("gpu", "gres/gpu") and len(parts) == 2 and parts[1].isdigit():
+            item = f"{parts[0]}:{gpu_type}:{parts[1]}"
+        out.append(item)
+    return ",".join(out)
+
+
+def user_gpu_forms(options: Iterable[tuple[str, str | None]]) -> frozenset[str]:
+    """The GPU count forms among the user's options (``gres`` only when it names a GPU)."""
+    found = set()
+    for name, value in options:
+        canonical = BY_NAME[name].canonical if name in BY_NAME else name
+        if canonical == "gres":
+            if any(_is_gpu_gres_item(i) for i in (value or "").split(",")):
+                found.add(canonical)
+        elif canonical in GPU_COUNT_FORMS and value:
+            found.add(canonical)
+    return frozenset(found)
+
+
+def type_user_gpu_forms(state: dict[str, str | None], gpu_type: str) -> None:
+    """Add the policy's GPU type to the user's untyped GPU forms, in place."""
+    for name in GPU_COUNT_FORMS:
+        value = state.get(name)
+        if not value:
+            continue
+        if name == "gres":
+            state[name] = _type_gres(value, gpu_type)
+        elif value.isdigit():
+            state[name] = f"{gpu_type}:{value}"
+
+
+def effective_options(sub: Any, decision: Any, plan: Any) -> list[tuple[str, str | None]]:
+    """The user's options, then the policy's changes, then the plan's additions (later wins)."""
+    state: dict[str, str | None] = {}
+    order: list[str] = []
+    verbose = 0
+
+    def put(name: str, value: str | None) -> None:
+        nonlocal verbose
+        if name == "verbose":
+            verbose += 1
+            return
+        canonical = BY_NAME[name].canonical if name in BY_NAME else name
+        for group in SAME_FIELD + (frozenset(MEMORY_GROUP),):
+            if canonical in group:
+                for other in group - {canonical}:
+                    state.pop(other, None)
+        state[canonical] = value
+        if canonical not in order:
+            order.append(canonical)
+
+    for name, value in sub.options:
+        put(name, value)
+    if decision is not None:
+        if decision.partition:
+            put("partition", decision.partition)
+        if decision.qos:
+            put("qos", decision.qos)
+        mine = user_gpu_forms(sub.options)
+        for text in decision.added_options:
+            name, value = _split_option(text)
+            if mine and name in _POLICY_GPU_LAYOUT:
+                continue  # the user's own GPU forms stay; typed below
+            if name == "gres" and state.get("gres"):  # the user's non-GPU gres items (shard, licences) stay
+                value = ",".join([state["gres"] or "", value or ""]).strip(",")
+            put(name, value)
+        gpu_type = getattr(decision, "gpu_type", None)
+        if mine and gpu_type:
+            type_user_gpu_forms(state, gpu_type)
+    for text in getattr(plan, "sbatch_options", ()) or ():
+        put(*_split_option(text))
+    if "job-name" not in state:  # sbatch names a job after its script; the submitted file has another name
+        script = getattr(sub, "script_path", None)
+        put("job-name", os.path.basename(script) if script and script != "-" else
+            ("wrap" if sub.wrap is not None else "sbatch"))
+    out = [(n, state[n]) for n in sorted(state)]
+    return out + [("verbose", None)] * verbose
+
+
+def _option_text(name: str, value: str | None) -> str:
+    return f"--{name}" if value is None else f"--{name}={value}"
+
+
+def _srun_env(srun_options: Iterable[str], spelling: Any) -> tuple[list[tuple[str, str]], list[str]]:
+    """srun options as srun input variables (batch launch); the rest are returned to be listed."""
+    has_tres_bind = bool(getattr(spelling, "has_tres_bind", False))
+    exports: list[tuple[str, str]] = []
+    leftover: list[str] = []
+    for text in srun_options:
+        name, value = _split_option(text)
+        if name == "tres-bind" and not has_tres_bind and value and value.startswith("gres/gpu:"):
+            name, value = "gpu-bind", value[len("gres/gpu:") :].replace("map:", "map_gpu:").replace("mask:", "mask_gpu:")
+        var = SRUN_INPUT_ENV.get(name)
+        if var is None or (name == "tres-bind" and not has_tres_bind):
+            leftover.append(text)
+            continue
+        exports.append((var, "1" if value is None else value))
+    return exports, leftover
+
+
+def _task_shim(plan: Any, sub: Any) -> str:
+    """Bash run by each srun task before the payload: the plan's own prelude (GPU order, LOCAL_RANK)
+    when it has one, else the generic shim for shared isolation; "" when no shim is needed."""
+    prelude = getattr(plan, "task_prelude", "") or ""
+    if prelude:
+        return prelude.rstrip("\n") + '\nexec "$@"'
+    isolation = getattr(plan, "isolation", None) or sub.gpusub.get("gpu_isolation")
+    if isolation == "shared":
+        return SHIM.replace("@GPUS_PER_TASK@", str(int(getattr(plan, "gpus_per_task", None) or 1)))
+    return ""
+
+
+def default_template_dir() -> str:
+    """``templates/`` beside the package (source tree) or under ``<prefix>/share/slurm-gpu``."""
+    import sys
+
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "templates")
+    installed = os.path.join(sys.prefix, "share", "slurm-gpu", "templates")
+    return here if os.path.isfile(os.path.join(here, TEMPLATE_NAME)) else installed
+
+
+@functools.lru_cache(maxsize=4)
+def _environment(template_dir: str) -> Any:
+    """One jinja2 Environment per template directory (templates are compiled once per process)."""
+    import jinja2  # lazily: gpusub's fast paths never render
+
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(template_dir),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["shquote"] = lambda v: shlex.quote(str(v))
+    return environment
+
+
+def _check_value(name: str, value: str | None) -> None:
+    if value is not None and "\0" in value:
+        raise RenderError(f"--{name}: a value cannot contain a NUL byte")
+
+
+@dataclass(frozen=True)
+class Payload:
+    """The user's batch script, carried inside the rendered one byte for byte (bytes that are not UTF-8
+    travel as surrogate escapes and are written back as the same bytes)."""
+
+    text: str
+    name: str  # the file name it runs under (the original's base name)
+
+
+_SIGNAL = re.compile(r"^(?:R?B|BR?):(?:SIG)?([A-Z][A-Z0-9]*|[0-9]{1,2})(?:@[0-9]+)?$")
+_SIGNAL_NAMES = frozenset({"HUP", "INT", "QUIT", "USR1", "USR2", "ALRM", "TERM", "CONT", "URG", "XCPU", "XFSZ",
+                           "VTALRM", "PROF", "WINCH", "PWR", "SYS", "STKFLT", "IO", "POLL"})
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def check_payload(text: str) -> None:
+    """What no batch script may contain (sbatch refuses a NUL byte; bash cannot carry one)."""
+    if "\0" in text:
+        raise RenderError("the batch script contains a NUL byte (sbatch refuses it too)")
+
+
+def payload_of(sub: Any, script_text: str | None) -> Payload:
+    """The payload for a submission: the script's text, or the ``--wrap`` command as sbatch writes it."""
+    if script_text is None:
+        wrap = sub.wrap if sub.wrap is not None else ""
+        return Payload(text=f"#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{wrap}\n", name="wrap")
+    path = getattr(sub, "script_path", None)
+    base = os.path.basename(path) if path and path != "-" else "script"
+    name = _SAFE_NAME.sub("_", base)[:64].lstrip(".-") or "script"
+    return Payload(text=script_text, name=name)
+
+
+def _delimiter(text: str) -> str:
+    """A here-document end marker that is not a line of ``text``."""
+    import hashlib
+
+    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    lines = set(text.split("\n"))
+    for n in range(8, 65, 8):
+        candidate = f"GPUSUB_PAYLOAD_{digest[:n]}"
+        if candidate not in lines:
+            return candidate
+    raise RenderError("the batch script cannot be carried in a here-document")  # sha256 collision: never
+
+
+def forwarded_signals(options: Iterable[tuple[str, str | None]]) -> list[str]:
+    """Signals the user asked Slurm to send to the batch shell alone (``--signal=B:SIG@T``): gpusub's
+    batch shell passes them on to the script, which is where sbatch would have delivered them."""
+    out = []
+    for name, value in options:
+        if name == "signal" and value:
+            m = _SIGNAL.match(value.upper())
+            if m:
+                sig = m.group(1)
+                if sig in _SIGNAL_NAMES or (sig.isdigit() and 1 <= int(sig) <= 64 and sig not in ("9", "19")):
+                    out.append(sig)
+    return sorted(set(out))
+
+
+def render_script(
+    sub: Any,
+    decision: Any,
+    plan: Any,
+    spelling: Any,
+    payload: Payload,
+    *,
+    template_dir: str | None = None,
+) -> RenderedScript:
+    """Render the batch script for one submission (see the module docstring).
+
+    ``sub``: a Submission; ``decision``: a Decision (or None); ``plan``: a BindingPlan or None (no
+    binding: plain batch launch); ``spelling``: a SlurmSpelling; ``payload``: the user's script.
+    Raises RenderError.
+    """
+    check_payload(payload.text)
+    directives: list[str] = []
+    argv: list[str] = []
+    options = effective_options(sub, decision, plan)
+    for name, value in options:
+        if name == "wrap":  # the wrapped command is the payload
+            continue
+        _check_value(name, value)
+        if name in CLIENT_OPTIONS or (value is not None and ("\n" in value or "\r" in value)):
+            argv.append(_option_text(name, value))
+        else:
+            directives.append(f"--{name}" if value is None else f"--{name}={directive_quote(value)}")
+    launch = getattr(plan, "launch", None) or sub.gpusub.get("launch") or "batch"
+    if launch not in ("batch", "per-gpu"):
+        raise RenderError(f"launch {launch!r}: accepted: batch, per-gpu")
+    env = list(getattr(plan, "env", ()) or ())
+    for key, _ in env:
+        if not _ENV_NAME.match(key):
+            raise RenderError(f"environment name {key!r}: accepted: letters, digits and _ (not first)")
+    srun_options = tuple(getattr(plan, "srun_options", ()) or ())
+    srun_exports, srun_unexported = _srun_env(srun_options, spelling) if launch == "batch" else ([], [])
+    for arg in sub.script_args:
+        _check_value("script argument", arg)
+    shim = _task_shim(plan, sub) if launch == "per-gpu" else ""
+    version = getattr(spelling, "label", None) or ".".join(map(str, getattr(spelling, "version", ()) or ())) or "?"
+    text = payload.text
+    context = {
+        "gpusub_version": __version__,
+        "slurm_version": comment_text(version),
+        "decision": {
+            "job_class": comment_text(getattr(decision, "job_class", None) or "-"),
+            "partition": comment_text(getattr(decision, "partition", None) or "-"),
+            "qos": comment_text(getattr(decision, "qos", None) or "-"),
+            "gres": comment_text(getattr(decision, "gres", None) or "-"),
+        },
+        "isolation": comment_text(getattr(plan, "isolation", None) or sub.gpusub.get("gpu_isolation") or "-"),
+        "directives": directives,
+        "env": env,
+        "srun_exports": srun_exports,
+        "srun_unexported": [comment_text(t) for t in srun_unexported],
+        "launch": launch,
+        "srun_options": list(srun_options),
+        "shim": launch == "per-gpu" and bool(shim),
+        "shim_text": shim,
+        "payload_name": payload.name,
+        "payload_text": text if text.endswith("\n") else text + "\n",
+        "strip_last_newline": bool(text) and not text.endswith("\n"),
+        "delimiter": _delimiter(text),
+        "forward_signals": forwarded_signals(options),
+        "args": list(sub.script_args),
+    }
+    rendered = _environment(template_dir or default_template_dir()).get_template(TEMPLATE_NAME).render(**context)
+    return RenderedScript(text=rendered, sbatch_argv=tuple(argv))
+
+
+__all__ = ["RenderedScript", "RenderError", "render_script", "Payload", "payload_of", "forwarded_signals", "effective_options", "directive_quote",
+           "comment_text", "default_template_dir", "SRUN_INPUT_ENV", "CLIENT_OPTIONS"]

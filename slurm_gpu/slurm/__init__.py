@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Slurm itself: per-version facts and the parsers of its records."""

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Per-version spellings of the Slurm options and outputs gpusub uses: one table, one lookup.
+
+Facts measured in the lab (22.05.8 and 24.11.5, see notes/slurm-lab.md) or read from Slurm's
+release notes/man pages (marked "docs" below). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Version = tuple[int, int, int]  # (major, minor, micro): 22.05.8 -> (22, 5, 8); the one version type
+
+
+def as_version(version: tuple[int, ...]) -> Version:
+    """``(24, 11)`` -> ``(24, 11, 0)``: a release series given as (major, minor) means its first micro."""
+    full = tuple(version) + (0,) * (3 - len(version))
+    return full[0], full[1], full[2]
+
+
+def _leading_int(text: str) -> int:
+    digits = ""
+    for ch in text:
+        if not ch.isdigit():
+            break
+        digits += ch
+    return int(digits or 0)
+
+
+def parse_sbatch_version(text: str) -> Version:
+    """``"slurm 22.05.8"`` / ``"slurm-wlm 24.11.5"`` / ``"24.11.0-0rc1"`` -> (major, minor, micro)."""
+    for word in (text or "").replace("-", " ").split():
+        parts = word.split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            return int(parts[0]), int(parts[1]), _leading_int(parts[2]) if len(parts) > 2 else 0
+    from slurm_gpu.errors import SlurmGpuError
+
+    raise SlurmGpuError(
+        f"cannot read a Slurm version from {(text or '').strip()[:60]!r}; expected 'slurm 22.05.8' or 'slurm-wlm 24.11.5'"
+    )
+
+
+@dataclass(frozen=True)
+class SlurmSpelling:
+    """How one Slurm version spells GPU options and JSON. Build it with :func:`spelling_for`."""
+
+    version: Version
+    gres_prefix: str  # TRES strings in job records / job_submit: "gres:" (< 23.11) or "gres/" (>= 23.11)
+    has_tres_bind: bool  # --tres-bind exists (>= 23.11; 22.05 sbatch: "unrecognized option")
+    has_allow_task_sharing: bool  # --gres-flags=allow-task-sharing (>= 23.11.4; srun only)
+    allow_task_sharing_srun_only: bool  # sbatch refuses it: "... is only used with srun."
+    has_scontrol_json: bool  # scontrol show ... --json (not in 22.05; 24.11 measured; >= 23.02 docs)
+    tres_per_task_sep: str  # count separator in tres_per_task: ":" (< 24.05) or "=" (>= 24.05)
+    typed_gpus_per_task_ok: bool  # --gpus-per-task=TYPE:N works in steps (22.05.8: CVD empty)
+    cpus_per_gpu_excludes_cpus_per_task: bool  # 23.11: both together is fatal
+    gpus_per_task_implies_isolation: bool  # --gpus-per-task implies per_task GPU binding (>= 21.08)
+    job_state_is_list: bool  # squeue/scontrol JSON job_state: "RUNNING" (<= 23.02) or ["RUNNING"]
+    json_numbers_wrapped: bool  # JSON numbers as {"set","infinite","number"} (>= 23.02 data_parser)
+    sinfo_json_key: str  # "nodes" (openapi v0.0.38/39) or "sinfo" (data_parser >= v0.0.40)
+    detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
+
+    @property
+    def label(self) -> str:
+        return "%d.%02d.%d" % self.version
+
+    def gpu_bind(self, kind: str) -> str:
+        """The srun option for a GPU binding *kind* such as ``"single:1"``, ``"closest"``, ``"map_gpu:0,1"``.
+
+        Uses ``--gpu-bind`` on every version: 24.11 still accepts it as "equivalent to
+        --tres-bind=gres/gpu:..." (measured), and it is the only spelling 22.05 knows.
+        """
+        return f"--gpu-bind={kind}"
+
+    def tres_bind(self, kind: str) -> str:
+        """The ``--tres-bind`` form (>= 23.11 only); it needs the ``gres/`` prefix (``gpu:closest`` is refused)."""
+        if not self.has_tres_bind:
+            from slurm_gpu.errors import SlurmGpuError
+
+            raise SlurmGpuError(f"Slurm {self.label} has no --tres-bind; use {self.gpu_bind(kind)}")
+        if kind.startswith("map_gpu:"):
+            kind = "map:" + kind[len("map_gpu:"):]
+        elif kind.startswith("mask_gpu:"):
+            kind = "mask:" + kind[len("mask_gpu:"):]
+        return f"--tres-bind=gres/gpu:{kind}"
+
+    def gres(self, spec: str) -> str:
+        """A job-record TRES string for *spec* (``"gpu:h100:2"`` -> ``"gres:gpu:h100:2"`` or ``"gres/gpu:h100:2"``)."""
+        return self.gres_prefix + spec
+
+
+# (first version, field overrides): each row applies from that version on. The one table.
+_TABLE: tuple[tuple[Version, dict], ...] = (
+    ((0, 0, 0), dict(gres_prefix="gres:", has_tres_bind=False, has_allow_task_sharing=False,
+                     allow_task_sharing_srun_only=True, has_scontrol_json=False, tres_per_task_sep=":",
+                     typed_gpus_per_task_ok=False, cpus_per_gpu_excludes_cpus_per_task=False,
+                     gpus_per_task_implies_isolation=True, job_state_is_list=False,
+                     json_numbers_wrapped=False, sinfo_json_key="nodes")),
+    ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True)),  # docs: data_parser plugins
+    ((23, 11, 0), dict(gres_prefix="gres/", has_tres_bind=True, cpus_per_gpu_excludes_cpus_per_task=True,
+                       job_state_is_list=True, sinfo_json_key="sinfo")),
+    ((23, 11, 4), dict(has_allow_task_sharing=True)),
+    ((24, 5, 0), dict(tres_per_task_sep="=")),
+    ((24, 11, 0), dict(typed_gpus_per_task_ok=True)),  # measured on 24.11.5
+)
+
+# Versions the golden files and the lab cover.
+KNOWN_VERSIONS: tuple[Version, ...] = ((22, 5, 8), (23, 2, 7), (23, 11, 10), (24, 11, 5), (25, 11, 0))
+DEFAULT_VERSION: Version = (22, 5, 8)
+
+
+def spelling_for(version: Version | tuple[int, int]) -> SlurmSpelling:
+    """The spelling table row(s) that apply to *version* ((major, minor) or (major, minor, micro))."""
+    full = as_version(version)
+    fields: dict = {}
+    for since, row in _TABLE:
+        if full >= since:
+            fields.update(row)
+    return SlurmSpelling(version=full, **fields)  # type: ignore[arg-type]
+
+
+__all__ = ["SlurmSpelling", "spelling_for", "parse_sbatch_version", "KNOWN_VERSIONS", "DEFAULT_VERSION", "Version", "as_version"]

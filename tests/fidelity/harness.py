@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Side-by-side harness: submit each corpus script with ``sbatch`` and with ``gpusub`` (same command line,
+same environment, as the lab user), let them run (or hold them), and reduce each job to what must agree.
+
+What a job is reduced to comes from Slurm's own record (``scontrol -d -o show job``) and from the records
+the stand-in launchers and the BASH_ENV recorder append to the script's log (tests/fidelity/bin). Nothing
+here reads gpusub's output beyond its exit status and the job id it prints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.path.join(HERE, "bin")
+SCRIPTS = os.path.join(HERE, "scripts")
+FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
+         "DEADLINE"}
+COUNT_PREFIXES = ("batch", "python", "launch.", "worker.")
+SUMMARY_KEYS = ("nodes", "tasks", "cpus", "gpus", "gpu_request_type", "mem_mb", "array", "time", "state",
+                "exit")
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str
+    path: str
+    sha: str
+    expect: dict[str, str]
+    argv: tuple[str, ...]  # options before the script (# fidelity-argv:)
+    args: tuple[str, ...]  # the script's own arguments (# fidelity-args:)
+    env: tuple[tuple[str, str], ...] = ()  # SBATCH_* input variables (# fidelity-env:)
+
+    @property
+    def mode(self) -> str:
+        return self.expect["mode"]
+
+
+def load_corpus(directory: str = SCRIPTS) -> list[Script]:
+    out = []
+    for fname in sorted(os.listdir(directory)):
+        if not fname.endswith(".sh"):
+            continue
+        path = os.path.join(directory, fname)
+        with open(path, "rb") as fh:
+            data = fh.read()
+        text = data.decode()
+        meta = dict(re.findall(r"^# fidelity-(expect|argv|args|env): (.*)$", text, re.M))
+        if "expect" not in meta:
+            raise ValueError(f"{path}: no '# fidelity-expect:' line")
+        expect = dict(kv.split("=", 1) for kv in meta["expect"].split())
+        if expect.get("mode") not in ("run", "hold", "refuse"):
+            raise ValueError(f"{path}: mode must be run, hold or refuse")
+        out.append(Script(fname[:-3], path, hashlib.sha256(data).hexdigest(), expect,
+                          tuple(shlex.split(meta.get("argv", ""))), tuple(shlex.split(meta.get("args", ""))),
+                          tuple(tuple(kv.split("=", 1)) for kv in shlex.split(meta.get("env", "")))))
+    return out
+
+
+def task_ids(spec: str) -> tuple[int, ...]:
+    """``0-3``, ``1,3,5``, ``1-5:2``, ``0-99%10`` -> the task ids."""
+    ids: list[int] = []
+    for part in spec.split("%")[0].split(","):
+        rng, _, step = part.partition(":")
+        lo, _, hi = rng.partition("-")
+        ids.extend(range(int(lo), int(hi or lo) + 1, int(step or 1)))
+    return tuple(sorted(ids))
+
+
+def mem_mb(value: str) -> int:
+    m = re.fullmatch(r"([0-9.]+)([KMGT]?)", value)
+    if not m:
+        return -1
+    scale = {"K": 1 / 1024, "": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[m.group(2)]
+    return round(float(m.group(1)) * scale)
+
+
+_FIELD = re.compile(r"(\S+?)=(.*?)(?= \S+?=|$)")
+
+
+def summarize(line: str) -> dict[str, object]:
+    """One ``scontrol -o show job`` line -> the values side-by-side must agree on (plus partition/QOS)."""
+    f: dict[str, str] = {}
+    for k, v in _FIELD.findall(line.strip()):
+        f.setdefault(k, v.strip())
+    tres = dict(kv.split("=", 1) for kv in f.get("TRES", "").split(",") if "=" in kv)
+    requested = " ".join(f.get(k, "") for k in ("TresPerNode", "TresPerJob", "TresPerTask", "TresPerSocket"))
+    types = sorted(set(re.findall(r"gpu:([A-Za-z][\w.]*):\d+", requested)))
+    return {
+        "nodes": int(f.get("NumNodes", "0").split("-")[0] or 0),
+        "tasks": f.get("NumTasks"),
+        "cpus": f.get("NumCPUs"),
+        "gpus": int(tres.get("gres/gpu", "0")),
+        "gpu_types": {k.split(":", 1)[1]: int(v) for k, v in tres.items() if k.startswith("gres/gpu:")},
+        "gpu_request_type": ",".join(types) or None,
+        "mem_mb": mem_mb(tres.get("mem", "0")),
+        "array": f.get("ArrayTaskId"),
+        "time": f.get("TimeLimit"),
+        "state": f.get("JobState"),
+        "exit": f.get("ExitCode"),
+        "reason": f.get("Reason"),
+        "partition": f.get("Partition"),
+        "qos": f.get("QOS"),
+        "stdout": f.get("StdOut"),
+    }
+
+
+@dataclass
+class Side:
+    """One submission (sbatch or gpusub) of one script and what came of it."""
+
+    tool: str
+    argv: list[str]
+    rc: int = -1
+    out: str = ""
+    err: str = ""
+    job: str | None = None
+    records: list[dict[str, object]] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)
+    others: list[str] = field(default_factory=list)
+    unfinished: str = ""
+
+    def by_task(self) -> dict[str, dict[str, object]]:
+        return {str(r["array"]): r for r in self.records}
+
+    def describe(self) -> str:
+        head = f"{self.tool}: rc={self.rc} job={self.job} argv={shlex.join(self.argv)}"
+        msg = (self.err or self.out).strip()
+        return head + (f"\n    says: {msg}" if msg else "")
+
+
+@dataclass
+class Case:
+    script: Script
+    workdir: str
+    sides: dict[str, Side] = field(default_factory=dict)
+
+
+class Runner:
+    """Submits the corpus through the lab (``lab`` is tests/conftest.py's SlurmLab)."""
+
+    def __init__(self, lab, gpusub: str, base: str):
+        self.lab, self.gpusub, self.base = lab, gpusub, base
+        self.venv_bin = os.path.dirname(gpusub)
+
+    def env(self, case: Case) -> dict[str, str]:
+        return {
+            "PATH": f"{BIN}:{self.venv_bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "SLURM_CONF": self.lab.slurm_conf, "GPUSUB_POLICY": self.lab.policy_path,
+            "BASH_ENV": os.path.join(BIN, "record-batch.sh"),
+            "FIDELITY_LOG": os.path.join(case.workdir, "records.log"), "FIDELITY_SCRIPT_SHA": case.script.sha,
+            "HOME": case.workdir, "USER": self.lab.user, "LOGNAME": self.lab.user, "LANG": "C.UTF-8",
+        } | dict(case.script.env)
+
+    def prepare(self, script: Script) -> Case:
+        work = os.path.join(self.base, script.name)
+        os.makedirs(os.path.join(work, "logs"))
+        for fname in os.listdir(SCRIPTS):
+            if fname.endswith(".py") or fname == script.name + ".sh":
+                shutil.copy(os.path.join(SCRIPTS, fname), work)
+        log = os.path.join(work, "records.log")
+        open(log, "w").close()
+        os.chmod(log, 0o666)
+        for root, dirs, files in os.walk(work):
+            for name in [root, *(os.path.join(root, x) for x in dirs + files)]:
+                shutil.chown(name, self.lab.user)
+        return Case(script, work)
+
+    def submit(self, case: Case, tool: str) -> Side:
+        s = case.script
+        exe = "sbatch" if tool == "sbatch" else self.gpusub
+        argv = [*(["--hold"] if s.mode == "hold" else []), *s.argv, s.name + ".sh", *s.args]
+        env = [f"{k}={v}" for k, v in self.env(case).items()]
+        side = Side(tool, [tool, *argv])
+        try:
+            r = subprocess.run(["runuser", "-u", self.lab.user, "--", "env", "-i", *env, exe, *argv],
+                               cwd=case.workdir, capture_output=True, text=True, timeout=90)
+        except subprocess.TimeoutExpired:
+            side.err = "did not return within 90 s"
+            return side
+        side.rc, side.out, side.err = r.returncode, r.stdout, r.stderr
+        m = re.search(r"(\d+)(?:;\S+)?\s*$", r.stdout)
+        if r.returncode == 0 and m:
+            side.job = m.group(1)
+        if side.job and s.mode == "hold":
+            self.collect(side)
+            self.scancel(side.job)
+        return side
+
+    def run_case(self, case: Case) -> Case:
+        for tool in ("sbatch", "gpusub"):
+            case.sides[tool] = self.submit(case, tool)
+        if case.script.mode == "refuse":  # accepted by mistake: do not let it run
+            for side in case.sides.values():
+                if side.job:
+                    self.collect(side)
+                    self.scancel(side.job)
+        return case
+
+    def scancel(self, job: str) -> None:
+        subprocess.run(["scancel", job], env=self.lab.env(), capture_output=True, timeout=20)
+
+    def collect(self, side: Side) -> None:
+        r = subprocess.run(["scontrol", "-d", "-o", "show", "job", side.job], env=self.lab.env(),
+                           capture_output=True, text=True, timeout=20)
+        side.records = sorted((summarize(x) for x in r.stdout.splitlines() if x.strip()),
+                              key=lambda rec: str(rec["array"]))
+
+    def states(self, jobs: list[str]) -> dict[str, str] | None:
+        """job -> "STATE (reason)" of its unfinished parts, "" when finished; None if squeue failed."""
+        r = subprocess.run(["squeue", "-h", "-t", "all", "-j", ",".join(jobs), "-o", "%F %T %r"],
+                           env=self.lab.env(), capture_output=True, text=True, timeout=20)
+        if r.returncode != 0:
+            return None
+        out = dict.fromkeys(jobs, "")
+        for line in r.stdout.splitlines():
+            job, state, reason = (line.split(None, 2) + ["", ""])[:3]
+            if state not in FINAL and job in out:
+                out[job] = f"{state} ({reason})"
+        return out
+
+    def wait(self, sides: list[Side], timeout_s: float) -> None:
+        """Poll until every job of ``sides`` is in a final state, or cancel what is left at the deadline.
+        A job slurmctld no longer knows (the shared lab was restarted) is marked, not waited for."""
+        pending = {s.job: s for s in sides if s.job}
+        deadline = time.monotonic() + timeout_s
+        last: dict[str, str] = {}
+        while pending and time.monotonic() < deadline:
+            now = self.states(list(pending))
+            if now is None:  # one of them is unknown: ask one by one
+                now = {}
+                for job in list(pending):
+                    one = self.states([job])
+                    if one is None:
+                        pending.pop(job).unfinished = "slurmctld no longer knows the job (was the lab restarted?)"
+                    else:
+                        now.update(one)
+            for job, busy in now.items():
+                if not busy:
+                    pending.pop(job, None)
+            last = now
+            if pending:
+                time.sleep(2)
+        for job, side in pending.items():
+            side.unfinished = f"not finished after {timeout_s:g} s: {last.get(job, '?')}"
+            self.scancel(job)
+
+    def read_logs(self, case: Case) -> None:
+        try:
+            with open(os.path.join(case.workdir, "records.log")) as fh:
+                lines = fh.read().splitlines()
+        except FileNotFoundError:
+            lines = []
+        by_job: dict[str, list[tuple[str, list[str]]]] = {}
+        for line in lines:
+            t = line.split()
+            if t and t[0] in ("launch", "worker") and len(t) > 2:
+                key, rest = f"{t[0]}.{t[1]}", t[2:]
+            elif t and t[0] == "other-script" and len(t) > 3:
+                key, rest = "other-script " + " ".join(t[1:3]), t[3:]
+            elif t:
+                key, rest = t[0], t[1:]
+            else:
+                continue
+            by_job.setdefault(rest[0] if rest else "-", []).append((key, rest))
+        for side in case.sides.values():
+            for key, rest in by_job.get(side.job or "", []):
+                if key.startswith("other-script"):
+                    side.others.append(f"{key} step={rest[2] if len(rest) > 2 else '?'}")
+                else:
+                    side.counts[key] += 1
+
+
+def run_all(lab, gpusub: str, scripts: list[Script], base: str, wait_s: float = 200) -> dict[str, Case]:
+    runner = Runner(lab, gpusub, base)
+    cases = [runner.prepare(s) for s in scripts]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        cases = list(pool.map(runner.run_case, cases))
+    running = [side for c in cases if c.script.mode == "run" for side in c.sides.values()]
+    runner.wait(running, wait_s)
+    for c in cases:
+        if c.script.mode == "run":
+            for side in c.sides.values():
+                if side.job:
+                    runner.collect(side)
+            runner.read_logs(c)
+    return {c.script.name: c for c in cases}
+
+
+def expected_counts(script: Script) -> Counter:
+    return Counter({k: int(v) for k, v in script.expect.items() if k.startswith(COUNT_PREFIXES) and int(v)})
+
+
+def output_tail(side: Side, lines: int = 6) -> str:
+    out = []
+    for rec in side.records[:2]:
+        path = str(rec.get("stdout") or "")
+        if os.path.isfile(path):
+            with open(path, errors="replace") as fh:
+                out.append(f"    {path}:\n" + "".join("      " + x for x in fh.readlines()[-lines:]))
+    return "\n".join(out)

@@ -1,0 +1,10 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# fidelity-expect: mode=run batch=1 python=2 gpus=2 nodes=1 tasks=2
+#SBATCH --part=batch
+#SBATCH --ntasks-per-n=2
+#SBATCH -N 1
+#SBATCH --gres=gpu:a100:2
+#SBATCH --time=30
+
+srun python train.py

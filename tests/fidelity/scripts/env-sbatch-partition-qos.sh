@@ -1,0 +1,8 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# fidelity-expect: mode=run batch=1 python=1 gpus=1 nodes=1
+# fidelity-env: SBATCH_PARTITION=interactive SBATCH_QOS=debug
+#SBATCH --gres=gpu:a100:1
+#SBATCH -t 20
+
+python eval.py

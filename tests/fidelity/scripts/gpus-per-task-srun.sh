@@ -1,0 +1,9 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# fidelity-expect: mode=run batch=1 python=2 gpus=2 nodes=1 tasks=2
+#SBATCH --nodes=1
+#SBATCH --ntasks=2
+#SBATCH --gpus-per-task=1
+#SBATCH --time=50
+
+srun python train.py

@@ -1,0 +1,8 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# fidelity-expect: mode=run batch=1 python=1 gpus=1 nodes=1
+#SBATCH -p mig
+#SBATCH --gres=gpu:a100:1
+#SBATCH -t 30
+
+python eval.py

@@ -1,0 +1,7 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# fidelity-expect: mode=hold gpus=4 nodes=1
+#SBATCH --gres=gpu:h100:4
+#SBATCH --time=3-00:00:00
+
+torchrun --standalone --nproc_per_node=4 train.py

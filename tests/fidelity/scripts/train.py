@@ -1,0 +1,6 @@
+# SPDX-License-Identifier: Apache-2.0
+# fidelity: corpus program
+"""Stand-in training program of the fidelity corpus: the python stand-in records one line per run."""
+import sys
+
+print("train.py", sys.argv[1:])

@@ -1,0 +1,10 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# fidelity-expect: mode=run batch=1 python=2 gpus=2 nodes=1 tasks=2
+#SBATCH -N 1
+#SBATCH --ntasks=2
+#SBATCH --gpus-per-task=a100:1
+#SBATCH --gpu-bind=single:1
+#SBATCH --time=10
+
+srun python train.py

@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The fidelity harness's own parts, without Slurm: the corpus manifest and the stand-ins' counting."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location("fidelity_harness", os.path.join(os.path.dirname(__file__), "harness.py"))
+harness = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("fidelity_harness", harness)
+_spec.loader.exec_module(harness)
+
+CORPUS = harness.load_corpus()
+
+
+def test_corpus_is_large_and_well_formed():
+    assert len(CORPUS) >= 60
+    assert {s.mode for s in CORPUS} == {"run", "hold", "refuse"}
+    for s in CORPUS:
+        with open(s.path) as fh:
+            text = fh.read()
+        assert text.startswith(("#!/bin/bash\n", "#!/usr/bin/env bash\n")), s.name  # BASH_ENV needs bash
+        assert "# SPDX-License-Identifier: Apache-2.0" in text, s.name
+        keys = set(s.expect) - {"mode"}
+        assert keys <= {"batch", "python", "gpus", "nodes", "tasks", "cpus", "mem", "array"} | {
+            k for k in keys if k.startswith(("launch.", "worker."))}, s.name
+        if s.mode == "run":
+            assert int(s.expect["batch"]) >= 1, s.name
+
+
+@pytest.mark.parametrize("spec, ids", [("0-3", (0, 1, 2, 3)), ("1-5:2", (1, 3, 5)), ("1,4,7%2", (1, 4, 7)),
+                                       ("0-99%10", tuple(range(100))), ("3", (3,))])
+def test_task_ids(spec, ids):
+    assert harness.task_ids(spec) == ids
+
+
+def _run(tmp_path, argv: list[str], **env_extra: str) -> Counter:
+    log = tmp_path / "records.log"
+    log.write_text("")
+    (tmp_path / "train.py").write_text("# fidelity: corpus program\nraise SystemExit(3)\n")
+    env = {"PATH": f"{harness.BIN}:{os.environ['PATH']}", "FIDELITY_LOG": str(log), "SLURM_JOB_ID": "7",
+           "SLURM_NTASKS": "3"} | env_extra
+    r = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    counts: Counter = Counter()
+    for line in log.read_text().splitlines():
+        t = line.split()
+        counts[f"{t[0]}.{t[1]}" if t[0] in ("launch", "worker") else t[0]] += 1
+        assert t[-6] == "7" or t[0] == "other-script"  # the job id column
+    return counts
+
+
+@pytest.mark.parametrize("argv, env, want", [
+    (["torchrun", "--standalone", "--nproc_per_node=4", "train.py", "--lr", "1"], {},
+     {"launch.torchrun": 1, "worker.torchrun": 4, "python": 4}),
+    (["torchrun", "--nnodes", "2", "--nproc-per-node", "gpu", "train.py"], {"CUDA_VISIBLE_DEVICES": "0,1"},
+     {"launch.torchrun": 1, "worker.torchrun": 2, "python": 2}),
+    (["python", "-m", "torch.distributed.run", "--nproc_per_node", "3", "train.py"], {},
+     {"launch.torchrun": 1, "worker.torchrun": 3, "python": 3}),
+    (["accelerate", "launch", "--num_processes", "4", "--num_machines", "2", "--multi_gpu", "train.py"], {},
+     {"launch.accelerate": 1, "worker.accelerate": 2, "python": 2}),
+    (["deepspeed", "--num_gpus=2", "train.py", "--deepspeed", "ds.json"], {},
+     {"launch.deepspeed": 1, "worker.deepspeed": 2, "python": 2}),
+    (["deepspeed", "train.py"], {"CUDA_VISIBLE_DEVICES": "0,1,2"},
+     {"launch.deepspeed": 1, "worker.deepspeed": 3, "python": 3}),
+    (["mpirun", "-np", "2", "--mca", "btl", "self", "-x", "A", "python3", "train.py"], {},
+     {"launch.mpirun": 1, "worker.mpirun": 2, "python": 2}),
+    (["mpirun", "true"], {}, {"launch.mpirun": 1, "worker.mpirun": 3}),  # slots from SLURM_NTASKS
+    (["python", "-u", "train.py"], {}, {"python": 1}),
+    (["python3", "-c", "pass"], {}, {}),  # not a corpus program: the real interpreter, no record
+])
+def test_stand_ins_start_the_workers_the_real_launchers_start(tmp_path, argv, env, want):
+    assert _run(tmp_path, argv, **env) == Counter(want)
+
+
+def test_batch_recorder_counts_only_the_corpus_script(tmp_path):
+    script = tmp_path / "job.sh"
+    script.write_text("#!/bin/bash\nbash ./other.sh\nbash -c true\n")
+    (tmp_path / "other.sh").write_text("true\n")
+    sha = hashlib.sha256(script.read_bytes()).hexdigest()
+    got = _run(tmp_path, ["bash", str(script)], BASH_ENV=os.path.join(harness.BIN, "record-batch.sh"),
+               FIDELITY_SCRIPT_SHA=sha)
+    assert got == Counter({"batch": 1, "other-script": 1})

@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Acceptance test for "replace sbatch with gpusub and change nothing else" (issue 8).
+
+Every script of tests/fidelity/scripts is submitted as the lab user twice, ``sbatch SCRIPT`` and ``gpusub
+SCRIPT``, with the same command line and the same environment (the stand-in launchers of
+tests/fidelity/bin first on PATH, BASH_ENV counting runs of the script itself). Scripts marked ``hold`` are
+submitted with ``--hold``, compared, and cancelled; ``run`` scripts run to the end; ``refuse`` scripts must
+be refused by both.
+
+Two tests per script:
+- ``test_sbatch_matches_manifest``: sbatch's own outcome against the hand-written ``# fidelity-expect:`` line
+  (how many times the batch script ran, how many workers each launcher started, nodes, GPUs...). This is
+  what proves the harness measures what it claims.
+- ``test_gpusub_matches_sbatch``: the gpusub job against the sbatch job. Allowed to differ: partition, QOS
+  (what the policy chose), placement and binding (not compared), the TRES GPU type when the script asked
+  for an untyped GPU, and the time limit when the partitions differ (their default times differ).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+
+import pytest
+
+pytestmark = pytest.mark.slurm
+
+_spec = importlib.util.spec_from_file_location("fidelity_harness", os.path.join(os.path.dirname(__file__), "harness.py"))
+harness = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("fidelity_harness", harness)
+_spec.loader.exec_module(harness)
+
+CORPUS = harness.load_corpus()
+IDS = [s.name for s in CORPUS]
+WAIT_S = float(os.environ.get("FIDELITY_WAIT_S", "200"))
+
+
+@pytest.fixture(scope="module")
+def results(request):
+    try:
+        lab = request.getfixturevalue("slurm_lab")
+    except pytest.FixtureLookupError:
+        pytest.skip("no slurm_lab fixture (tests/conftest.py)")
+    from slurm_gpu.lab.demo import find_gpusub
+
+    gpusub = find_gpusub()
+    if gpusub is None:
+        pytest.fail("gpusub is not installed in this environment")
+    wanted = {item.callspec.params["script"].name for item in request.session.items
+              if item.module is request.module and hasattr(item, "callspec")}
+    # not under the lab's own directory: a restart of the shared lab would delete it mid-run
+    base = tempfile.mkdtemp(prefix="gpusub-fidelity-", dir="/tmp")
+    os.chmod(base, 0o755)
+    shutil.chown(base, lab.user)
+    print(f"\nfidelity work directory: {base}")
+    return harness.run_all(lab, gpusub, [s for s in CORPUS if s.name in wanted], base, WAIT_S)
+
+
+def _report(case) -> str:
+    lines = [f"script {case.script.path}", f"work dir {case.workdir}"]
+    for side in case.sides.values():
+        lines.append(side.describe())
+        for rec in side.records:
+            lines.append("    " + ", ".join(f"{k}={rec[k]}" for k in (*harness.SUMMARY_KEYS, "partition", "qos",
+                                                                          "reason", "gpu_types")))
+        if side.counts or side.others:
+            lines.append(f"    records: {dict(sorted(side.counts.items()))} {side.others}")
+        if side.unfinished:
+            lines.append(f"    {side.unfinished}")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("script", CORPUS, ids=IDS)
+def test_sbatch_matches_manifest(results, script):
+    case = results[script.name]
+    sb = case.sides["sbatch"]
+    report = _report(case)
+    if script.mode == "refuse":
+        assert sb.rc != 0, f"the manifest says sbatch refuses this script, but it accepted it\n{report}"
+        return
+    assert sb.rc == 0 and sb.job, f"sbatch refused a script the manifest says it takes\n{report}"
+    assert sb.records, f"no scontrol record for sbatch's job\n{report}"
+    problems = []
+    exp = script.expect
+    if "array" in exp:
+        got_ids = sorted(i for r in sb.records for i in harness.task_ids(str(r["array"])))
+        if tuple(got_ids) != harness.task_ids(exp["array"]):
+            problems.append(f"array task ids {got_ids}, manifest {exp['array']}")
+    for rec in sb.records:
+        for key, field in (("nodes", "nodes"), ("gpus", "gpus"), ("tasks", "tasks"), ("cpus", "cpus"),
+                           ("mem", "mem_mb")):
+            if key in exp and str(rec[field]) != exp[key]:
+                problems.append(f"{key}: sbatch's job has {rec[field]}, manifest {exp[key]}")
+    if script.mode == "run":
+        assert not sb.unfinished, f"sbatch's job did not finish in time\n{report}"
+        states = {str(r["state"]) for r in sb.records}
+        if states != {"COMPLETED"}:
+            problems.append(f"sbatch's job ended {states}")
+        want = harness.expected_counts(script)
+        if sb.counts != want:
+            problems.append(f"records {dict(sorted(sb.counts.items()))}, manifest {dict(sorted(want.items()))}")
+    assert not problems, "\n".join(problems) + "\n" + report
+
+
+@pytest.mark.parametrize("script", CORPUS, ids=IDS)
+def test_gpusub_matches_sbatch(results, script):
+    case = results[script.name]
+    sb, gs = case.sides["sbatch"], case.sides["gpusub"]
+    report = _report(case)
+    if sb.rc != 0 or gs.rc != 0:
+        print(report)
+        assert (sb.rc != 0) == (gs.rc != 0), f"only one of them refused the script\n{report}"
+        return
+    assert gs.job, f"gpusub exited 0 but printed no job id\n{report}"
+    problems = []
+    sb_said, gs_said = (side.out.replace(side.job, "<ID>") for side in (sb, gs))
+    if sb_said != gs_said:  # scripts parse it: jobid=$(sbatch job.sh | awk '{print $4}')
+        problems.append(f"what they print: sbatch {sb_said!r}, gpusub {gs_said!r}")
+    sb_tasks, gs_tasks = sb.by_task(), gs.by_task()
+    if sorted(sb_tasks) != sorted(gs_tasks):
+        problems.append(f"array task ids: sbatch {sorted(sb_tasks)}, gpusub {sorted(gs_tasks)}")
+    for task, want in sb_tasks.items():
+        got = gs_tasks.get(task)
+        if got is None:
+            continue
+        for key in harness.SUMMARY_KEYS:
+            if key == "time" and want["partition"] != got["partition"]:
+                continue  # the partitions' default times differ; the policy chose the partition
+            if key == "gpu_request_type" and want[key] is None:
+                continue  # an untyped request: the policy may resolve the type
+            if key in ("state", "exit") and script.mode != "run":
+                continue
+            if want[key] != got[key]:
+                problems.append(f"task {task}: {key}: sbatch {want[key]!r}, gpusub {got[key]!r}")
+        if want["gpu_request_type"] is not None and want["gpu_types"] != got["gpu_types"]:
+            problems.append(f"task {task}: GPU TRES: sbatch {want['gpu_types']}, gpusub {got['gpu_types']}")
+        elif len(got["gpu_types"]) > 1:
+            problems.append(f"task {task}: GPU TRES of several types for an untyped request: {got['gpu_types']}")
+    if script.mode == "run":
+        if gs.unfinished:
+            problems.append("gpusub's job did not finish in time")
+        if gs.counts != sb.counts:
+            problems.append(f"runs and workers: sbatch {dict(sorted(sb.counts.items()))}, "
+                            f"gpusub {dict(sorted(gs.counts.items()))}")
+    if problems:
+        tail = harness.output_tail(gs)
+        pytest.fail("\n".join(problems) + "\n" + report + (f"\n  gpusub job output:\n{tail}" if tail else ""))

@@ -1,0 +1,49 @@
+#!/bin/bash
+# Rendered by gpusub 0.1.0 for Slurm 25.11.0; the job's own script runs
+# unchanged as the payload at the end.
+# Decision: class=production partition=batch qos=normal gres=gpu:h100:8 isolation=shared
+#SBATCH --account=ml
+#SBATCH --cpus-per-task=2
+#SBATCH --gres=gpu:h100:8
+#SBATCH --gres-flags=enforce-binding
+#SBATCH --job-name=train.sh
+#SBATCH --mem-per-gpu=60G
+#SBATCH --nodes=1
+#SBATCH --ntasks-per-node=8
+#SBATCH --ntasks-per-socket=4
+#SBATCH --partition=batch
+#SBATCH --qos=normal
+#SBATCH --time=30
+
+# slurm-gpu:hook checkpoint
+# (signal and requeue handling goes here)
+# slurm-gpu:hook end
+
+# Binding for the srun steps the script starts: srun reads these input variables (an option on the
+# srun line still wins; a value already in the job's environment is kept).
+[ -n "${SLURM_CPU_BIND+set}" ] || export SLURM_CPU_BIND=cores
+# The job's own script, byte for byte, with its arguments exactly as given to gpusub.
+set -- 
+gpusub_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpusub.XXXXXXXXXX") || { echo "gpusub: cannot create a private directory under ${TMPDIR:-/tmp}" >&2; exit 1; }
+gpusub_payload="$gpusub_dir"/train.sh
+cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_fcfa18ad'
+#!/bin/bash
+#SBATCH -N 1
+#SBATCH --ntasks-per-node=8
+#SBATCH --cpus-per-task=2
+#SBATCH --gres=gpu:8
+#SBATCH -t 30
+srun python train.py
+GPUSUB_PAYLOAD_fcfa18ad
+chmod 700 "$gpusub_payload"
+# Run it once, as sbatch would, and stay its parent: signals Slurm sends to the batch shell alone
+# (--signal=B:...) are passed on to it; the job's exit code is the script's.
+trap ':' TERM
+"$gpusub_payload" "$@" <&0 &
+gpusub_child=$!
+while :; do
+  wait "$gpusub_child"; gpusub_rc=$?
+  kill -0 "$gpusub_child" 2>/dev/null || break
+done
+rm -rf -- "$gpusub_dir"
+exit "$gpusub_rc"
