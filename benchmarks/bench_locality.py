@@ -1,14 +1,25 @@
 # SPDX-License-Identifier: Apache-2.0
 """Benchmark P4: GPU-core locality and GPU allocation rate, plain sbatch vs gpusub, in the lab.
 
-A fixed (seeded) mixed stream of CPU-only jobs that occupy cores and 1-, 2-, 4- and 8-GPU jobs
-(h100 and a100) is submitted twice to the running lab: once the way users do today
-(``sbatch --gres=gpu:TYPE:N --ntasks=N``) and once with ``gpusub``. Each GPU job's allocation is read
-from ``scontrol show job -d`` while it runs and checked against the node's gres.conf ``Cores=``
-(slurm_gpu.locality). Printed per way: the share of GPU jobs meeting the rule, and GPUs allocated
-per minute (GPU count / time from first submission to the last GPU job's start); then the ratio.
+Jobs are written the way users write them: ``#SBATCH`` lines in the script, one task with torchrun
+inside (no CPU count, or ``-c`` = the GPUs' share of cores), or ``--ntasks-per-node=N -c K`` with srun
+inside. Both ways get the very same script and the very same command-line options (``-p batch -t 2
+--mem=8G``); gpusub adds only what it adds by itself (policy QOS, placement options).
+
+Default mode: a fixed (seeded) mixed stream of CPU-only jobs (6-14 cores) and 1/2/4/8-GPU h100 and
+1-4-GPU a100 jobs, submitted once with plain sbatch and once with gpusub, in one run. Each GPU job's
+allocation is read from ``scontrol show job -d`` when it starts and checked against gres.conf
+``Cores=``: every allocated GPU has at least one of the job's cores on its socket
+(slurm_gpu.placement.locality.check_job with one core per GPU, which also flags cores remote to all the job's
+GPUs). Printed per way: the share of started GPU jobs meeting the rule, GPUs allocated per minute
+(GPUs / time from the first submission to the last GPU job's start), and the ratio gpusub/plain.
+
+``--table``: the placement table of docs/gpusub.md: every shape of :data:`SHAPES`, pinned to one node
+(``-w``), both ways, on an idle node and with a CPU-only job holding 8 cores of the node first; prints
+CPU_IDs, GPU IDX, locality and whether the job started within ``--start-timeout`` seconds.
 
 Usage (lab up, as root):  .venv/bin/python benchmarks/bench_locality.py [--jobs 24] [--seed 5]
+                          .venv/bin/python benchmarks/bench_locality.py --table [--types h100]
 """
 
 from __future__ import annotations
@@ -25,15 +36,46 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from slurm_gpu.adapters.slurm import run_slurm  # noqa: E402
-from slurm_gpu.locality import check_job, parse_gres_conf  # noqa: E402
+from slurm_gpu.placement.locality import check_job, parse_gres_conf, parse_job_detail  # noqa: E402
 from slurm_gpu.slurm.records import parse_parsable  # noqa: E402
 
 GPU_SHAPES = [("h100", 1), ("h100", 2), ("h100", 4), ("h100", 8), ("a100", 1), ("a100", 2), ("a100", 3), ("a100", 4)]
+CORES_PER_TASK = {"h100": 4, "a100": 8}  # the GPU's share of its socket's cores, what users write for -c
+PIN_NODE = {"h100": "h100n1", "a100": "a100n1"}  # --table only
+
+
+def shape_lines(gtype: str, gpus: int, form: str) -> tuple[list[str], str]:
+    """(#SBATCH options, launcher line) of a job as users write it. ``form``: ``torchrun`` (one task,
+    no CPU count), ``torchrun-cN`` (one task, ``-c N``) or ``srun`` (one task per GPU, ``-c`` the share)."""
+    opts = [f"--gres=gpu:{gtype}:{gpus}"]
+    if form == "srun":
+        opts += [f"--ntasks-per-node={gpus}", f"--cpus-per-task={CORES_PER_TASK[gtype]}"]
+        return opts, "srun bash -c 'sleep $GPUSUB_BENCH_SLEEP'"
+    if form.startswith("torchrun-c"):
+        opts.append(f"--cpus-per-task={form[len('torchrun-c'):]}")
+    return opts, f"torchrun --standalone --nproc_per_node={gpus} train.py"
+
+
+def default_form_cpus(gtype: str, gpus: int) -> int:
+    return min(CORES_PER_TASK[gtype] * gpus, 32)
+
+
+SHAPES = [(t, n, f) for t, n in GPU_SHAPES
+          for f in ("torchrun", f"torchrun-c{default_form_cpus(t, n)}", "srun")] + [
+    ("h100", 8, "torchrun-c8"), ("a100", 4, "torchrun-c8")]  # one task, few CPUs, GPUs on two sockets
+
+
+def script_text(gtype: str, gpus: int, form: str, sleep: int) -> str:
+    opts, launcher = shape_lines(gtype, gpus, form)
+    head = "".join(f"#SBATCH {o}\n" for o in opts)
+    return ("#!/bin/bash\n" + head + f"export GPUSUB_BENCH_SLEEP={sleep}\n"
+            "# the lab has no torchrun: a stand-in that runs as long as the job's work\n"
+            "torchrun() { sleep \"$GPUSUB_BENCH_SLEEP\"; }\n" + launcher + "\n")
 
 
 def lab_env() -> dict[str, str]:
     env = dict(os.environ)
-    if "SLURM_CONF" not in env:
+    if "SLURM_CONF" not in env or "GPUSUB_POLICY" not in env:
         out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "slurm-gpu"), "lab", "env"],
                              capture_output=True, text=True, timeout=30).stdout
         for line in out.splitlines():
@@ -42,20 +84,6 @@ def lab_env() -> dict[str, str]:
                 env[k] = v.strip('"')
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
-
-
-def stream(n_jobs: int, seed: int) -> list[dict]:
-    """The workload: two CPU-only jobs first, then about one CPU-only job per two GPU jobs; CPU jobs
-    take 6-14 cores (the scheduler puts them on socket 0 first), durations 8-20 s."""
-    rng = random.Random(seed)
-    jobs = []
-    for i in range(n_jobs):
-        if i % 3 == 2 or i < 2:
-            jobs.append({"kind": "cpu", "cpus": rng.choice([6, 10, 12, 14]), "sleep": rng.randint(8, 20)})
-        else:
-            gtype, count = rng.choice(GPU_SHAPES)
-            jobs.append({"kind": "gpu", "type": gtype, "gpus": count, "sleep": rng.randint(8, 20)})
-    return jobs
 
 
 def run(argv: list[str], env: dict[str, str], cwd: str, timeout_s: float = 30, check: bool = True) -> str:
@@ -70,29 +98,57 @@ def sbatch(argv: list[str], env: dict[str, str], cwd: str) -> int:
     return result.job_id
 
 
-def submit(job: dict, way: str, env: dict[str, str], work: str) -> int:
-    script = os.path.join(work, f"sleep{job['sleep']}.sh")
-    if not os.path.exists(script):
-        with open(script, "w") as fh:
-            fh.write(f"#!/bin/bash\nsleep {job['sleep']}\n")
-        os.chmod(script, 0o755)
-    common = ["-p", "batch", "-t", "2", "--mem=8G"]
-    if job["kind"] == "cpu":
-        return sbatch([*common, "-n1", f"-c{job['cpus']}", script], env, work)
-    gres = f"--gres=gpu:{job['type']}:{job['gpus']}"
+def submit_gpu(way: str, text: str, name: str, options: list[str], env: dict[str, str], work: str) -> int:
+    """The same script and options, through plain sbatch or gpusub."""
+    script = os.path.join(work, name)
+    with open(script, "w") as fh:
+        fh.write(text)
+    os.chmod(script, 0o755)
     if way == "plain":
-        return sbatch([*common, gres, f"--ntasks={job['gpus']}", script], env, work)
+        return sbatch([*options, script], env, work)
     gpusub = os.path.join(os.path.dirname(sys.executable), "gpusub")
-    out = run([gpusub, "--json", "--launch", "batch", *common, gres, script], env, work)
-    return int(json.loads(out)["job_id"])
+    return int(json.loads(run([gpusub, "--json", *options, script], env, work))["job_id"])
+
+
+def rule(text: str, gres: dict) -> list[str]:
+    """The locality rule at one core per GPU (see the module docstring)."""
+    return check_job(text, gres, cpus_per_gpu=1)
+
+
+# ---- the mixed stream ------------------------------------------------------------------------
+
+COMMON = ["-p", "batch", "-t", "2", "--mem=8G"]
+
+
+def stream(n_jobs: int, seed: int) -> list[dict]:
+    """Two CPU-only jobs first, then about one CPU-only job per two GPU jobs; CPU jobs take 6-14 cores
+    (the scheduler puts them on socket 0 first), durations 8-20 s; each GPU job in one of the three forms."""
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(n_jobs):
+        if i % 3 == 2 or i < 2:
+            jobs.append({"kind": "cpu", "cpus": rng.choice([6, 10, 12, 14]), "sleep": rng.randint(8, 20)})
+        else:
+            gtype, count = rng.choice(GPU_SHAPES)
+            form = rng.choice(["torchrun", f"torchrun-c{default_form_cpus(gtype, count)}", "srun"])
+            jobs.append({"kind": "gpu", "type": gtype, "gpus": count, "form": form, "sleep": rng.randint(8, 20)})
+    return jobs
+
+
+def label(job: dict) -> str:
+    return f"{job['type']}x{job['gpus']}/{job['form']}" if job["kind"] == "gpu" else f"cpu{job['cpus']}"
 
 
 def one_pass(way: str, jobs: list[dict], env: dict[str, str], gres: dict, timeout_s: float) -> dict:
     work = tempfile.mkdtemp(prefix=f"p4-{way}-", dir=os.environ.get("TMPDIR", "/tmp"))
     start = time.monotonic()
     ids: dict[int, dict] = {}
-    for job in jobs:
-        ids[submit(job, way, env, work)] = job
+    for k, job in enumerate(jobs):
+        if job["kind"] == "cpu":
+            ids[sbatch([*COMMON, "-n1", f"-c{job['cpus']}", "--wrap", f"sleep {job['sleep']}"], env, work)] = job
+        else:
+            text = script_text(job["type"], job["gpus"], job["form"], job["sleep"])
+            ids[submit_gpu(way, text, f"job{k}.sh", COMMON, env, work)] = job
     gpu_ids = {j for j, job in ids.items() if job["kind"] == "gpu"}
     started: dict[int, float] = {}
     verdict: dict[int, list[str]] = {}
@@ -102,46 +158,41 @@ def one_pass(way: str, jobs: list[dict], env: dict[str, str], gres: dict, timeou
         for j in sorted((running & gpu_ids) - set(started)):
             text = run(["scontrol", "show", "job", "-d", str(j)], env, work)
             started[j] = time.monotonic() - start
-            verdict[j] = check_job(text, gres)
+            verdict[j] = rule(text, gres)
         time.sleep(0.5)
     waiting = {}
     for j in sorted(gpu_ids - set(started)):
-        job = ids[j]
         reason = run(["squeue", "-h", "-j", str(j), "-o", "%T %r"], env, work, check=False).strip()
-        waiting[j] = f"{job['type']}x{job['gpus']}: {reason or 'gone'}"
+        waiting[j] = f"{label(ids[j])}: {reason or 'gone'}"
     run(["scancel", *map(str, ids)], env, work, check=False)
     gpus = sum(ids[j]["gpus"] for j in started)
     span_s = max(started.values()) if started else float("nan")
     ok = sum(1 for j in started if not verdict[j])
-    bad = {j: verdict[j] for j in started if verdict[j]}
+    bad = {j: f"{label(ids[j])}: {verdict[j][0]}" for j in started if verdict[j]}
     return {"way": way, "gpu_jobs": len(gpu_ids), "started": len(started), "ok": ok, "gpus": gpus,
             "span_s": span_s, "gpus_per_min": gpus / (span_s / 60) if started else 0.0, "bad": bad,
             "waiting": waiting}
 
 
-def wait_idle(env: dict[str, str], timeout_s: float = 60) -> None:
+def wait_idle(env: dict[str, str], timeout_s: float = 60, nodes: str | None = None) -> bool:
+    """Wait until no job is in the queue (on ``nodes`` when given); False when others' jobs stay."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
-        if not run(["squeue", "-h", "-o", "%i"], env, "/").split():
-            return
+        argv = ["squeue", "-h", "-o", "%i"] + (["-w", nodes] if nodes else [])
+        if not run(argv, env, "/").split():
+            return True
         time.sleep(1)
+    return False
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--jobs", type=int, default=24)
-    ap.add_argument("--seed", type=int, default=5)
-    ap.add_argument("--timeout", type=float, default=140, help="seconds per pass")
-    args = ap.parse_args()
-    env = lab_env()
-    with open(os.path.join(os.path.dirname(env["SLURM_CONF"]), "gres.conf")) as fh:
-        gres = parse_gres_conf(fh.read())
+def bench(args: argparse.Namespace, env: dict[str, str], gres: dict) -> int:
     jobs = stream(args.jobs, args.seed)
-    shapes = ", ".join(f"{j['type']}x{j['gpus']}" if j["kind"] == "gpu" else f"cpu{j['cpus']}" for j in jobs)
-    print(f"stream ({len(jobs)} jobs, seed {args.seed}): {shapes}")
+    print(f"stream ({len(jobs)} jobs, seed {args.seed}, options {' '.join(COMMON)} both ways): "
+          + ", ".join(label(j) for j in jobs))
     results = []
     for way in ("plain", "gpusub"):
-        wait_idle(env)
+        if not wait_idle(env):
+            print(f"  note: other jobs still queued before the {way} pass: {run(['squeue', '-h'], env, '/')}")
         results.append(one_pass(way, jobs, env, gres, args.timeout))
     print(f"\n{'way':8} {'GPU jobs':>9} {'started':>8} {'locality ok':>12} {'share':>7} {'GPUs':>5} "
           f"{'span s':>7} {'GPUs/min':>9}")
@@ -152,15 +203,108 @@ def main() -> int:
     plain, ours = results
     ratio = ours["gpus_per_min"] / plain["gpus_per_min"] if plain["gpus_per_min"] else float("nan")
     print(f"\nallocation rate gpusub/plain = {ratio:.2f}x (goal >= 0.98x); "
-          f"gpusub locality {ours['ok']}/{ours['started']} (goal 100%)")
+          f"locality plain {plain['ok']}/{plain['started']}, gpusub {ours['ok']}/{ours['started']} (goal 100%)")
     for r in results:
-        for j, problems in list(r["bad"].items())[:3]:
-            print(f"  {r['way']} job {j}: {problems[0]}")
+        for j, why in r["bad"].items():
+            print(f"  {r['way']} job {j} fails the rule: {why}")
         for j, why in r["waiting"].items():
             print(f"  {r['way']} job {j} not started within {args.timeout:g} s: {why}")
     if any(r["waiting"] for r in results):
         print("  (a pass that did not start every GPU job: its GPUs/min counts only the started ones)")
     return 0
+
+
+# ---- the placement table ---------------------------------------------------------------------
+
+def measure(way: str, gtype: str, gpus: int, form: str, busy: bool, env: dict[str, str], gres: dict,
+            start_timeout: float) -> dict:
+    node = PIN_NODE[gtype]
+    work = tempfile.mkdtemp(prefix="p4-table-", dir=os.environ.get("TMPDIR", "/tmp"))
+    row = {"shape": f"{gtype}x{gpus} {form}", "way": way, "busy": busy, "node": node}
+    if not wait_idle(env, 60, node):
+        row["note"] = "node shared with other jobs"
+    ids = []
+    try:
+        if busy:
+            blocker = sbatch(["-w", node, "-p", "batch", "-n1", "-c8", "--mem=1G", "-t", "2", "--wrap", "sleep 60"],
+                             env, work)
+            ids.append(blocker)
+            for _ in range(40):
+                allocs = parse_job_detail(run(["scontrol", "show", "job", "-d", str(blocker)], env, work))
+                if allocs:
+                    row["blocker"] = ",".join(map(str, sorted(allocs[0].cpu_ids)))
+                    break
+                time.sleep(0.25)
+        text = script_text(gtype, gpus, form, 60)
+        ids.append(submit_gpu(way, text, "job.sh", ["-w", node, "-t", "10"], env, work))
+        end = time.monotonic() + start_timeout
+        while time.monotonic() < end:
+            detail = run(["scontrol", "show", "job", "-d", str(ids[-1])], env, work)
+            allocs = parse_job_detail(detail)
+            if allocs:
+                a = allocs[0]
+                row.update(started=True, cpus=_ranges(a.cpu_ids), gpus=_ranges(a.gpu_idx),
+                           problems=rule(detail, gres))
+                others = set(run(["squeue", "-h", "-t", "RUNNING", "-w", node, "-o", "%i"], env, work).split())
+                if others - {str(i) for i in ids}:
+                    row["note"] = "other jobs on the node: " + ",".join(sorted(others - {str(i) for i in ids}))
+                break
+            time.sleep(0.25)
+        else:
+            row.update(started=False, state=run(["squeue", "-h", "-j", str(ids[-1]), "-o", "%T (%r)"], env,
+                                                work, check=False).strip())
+    finally:
+        run(["scancel", *map(str, ids)], env, work, check=False)
+    return row
+
+
+def _ranges(values: frozenset[int]) -> str:
+    out, run_start, prev = [], None, None
+    for v in sorted(values) + [None]:
+        if run_start is not None and (v is None or v != prev + 1):
+            out.append(str(run_start) if prev == run_start else f"{run_start}-{prev}")
+            run_start = None
+        if v is not None and run_start is None:
+            run_start = v
+        prev = v
+    return ",".join(out)
+
+
+def table(args: argparse.Namespace, env: dict[str, str], gres: dict) -> int:
+    version = run(["sbatch", "--version"], env, "/").strip()
+    print(f"{version}; every job pinned with -w to {', '.join(sorted(set(PIN_NODE.values())))}, -t 10; "
+          "busy = a CPU-only job (-n1 -c8) started on the node first")
+    print("| shape | node | way | CPU_IDs | GPU IDX | every GPU has a local core | started |")
+    print("|---|---|---|---|---|---|---|")
+    types = set(args.types.split(","))
+    for gtype, gpus, form in SHAPES:
+        if gtype not in types:
+            continue
+        for busy in (False, True):
+            for way in ("plain", "gpusub"):
+                r = measure(way, gtype, gpus, form, busy, env, gres, args.start_timeout)
+                state = "yes" if r["started"] else f"no: {r['state']}"
+                loc = ("yes" if not r["problems"] else "no (" + "; ".join(r["problems"]) + ")") if r["started"] else "-"
+                extra = f" [{r['note']}]" if r.get("note") else ""
+                node = r["node"] + (f", cores {r.get('blocker', '?')} busy" if busy else " idle")
+                print(f"| {r['shape']} | {node} | {way} | {r.get('cpus', '-')} | {r.get('gpus', '-')} | {loc} | "
+                      f"{state}{extra} |", flush=True)
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=24)
+    ap.add_argument("--seed", type=int, default=5)
+    ap.add_argument("--timeout", type=float, default=140, help="seconds per pass")
+    ap.add_argument("--table", action="store_true", help="measure the placement table instead")
+    ap.add_argument("--types", default="h100,a100", help="--table: GPU types to measure")
+    ap.add_argument("--start-timeout", type=float, default=12, help="--table: seconds a job may take to start")
+    args = ap.parse_args()
+    env = lab_env()
+    with open(os.path.join(os.path.dirname(env["SLURM_CONF"]), "gres.conf")) as fh:
+        gres = parse_gres_conf(fh.read())
+    return table(args, env, gres) if args.table else bench(args, env, gres)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from slurm_gpu.cpulist import format_cpulist  # noqa: E402
-from slurm_gpu.locality import parse_job_detail  # noqa: E402
+from slurm_gpu.placement.locality import parse_job_detail  # noqa: E402
 from slurm_gpu.placement.pinning import locality_from_topology, plan_node_pins  # noqa: E402
 from slurm_gpu.topology.loader import load_topology_file  # noqa: E402
 

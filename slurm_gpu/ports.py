@@ -7,7 +7,8 @@ Slurm client commands (``SbatchCli`` satisfies :class:`SlurmClient`; tests/adapt
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol, Sequence, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 from slurm_gpu.slurm.records import JobState, NodeAlloc, SubmitResult, TestOnlyResult
 from slurm_gpu.slurm.release import Version

@@ -26,7 +26,7 @@ slices 1-7; :data:`MIG_PROFILE_RE` is the one regex.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Any
 
 MAX_TEXT = 64  # characters: no value of these grammars is longer
 
@@ -61,18 +61,20 @@ _N = r"\d{1,10}"  # no field of a time needs more than 10 digits
 # regex sources (also used by the policy JSON schema)
 TIME_PATTERN = rf"{_N}(?::{_N}){{0,2}}|{_N}-{_N}(?::{_N}){{0,2}}"
 DURATION_PATTERN = rf"{_N}\s*[smhdSMHD]|{TIME_PATTERN}"
-_TIME_RE = re.compile(rf"^(?:(?P<d>{_N})-(?P<dh>{_N})(?::(?P<dm>{_N})(?::(?P<ds>{_N}))?)?"
-                      rf"|(?P<a>{_N})(?::(?P<b>{_N})(?::(?P<c>{_N}))?)?)$")
-_SUFFIX_RE = re.compile(rf"^({_N})\s*([smhd])$", re.I)
+# Patterns stay strings: re compiles (and caches) them on first use, so importing this module costs
+# no compilation (gpusub's start-up imports it through the policy model).
+_TIME_RE = (rf"^(?:(?P<d>{_N})-(?P<dh>{_N})(?::(?P<dm>{_N})(?::(?P<ds>{_N}))?)?"
+            rf"|(?P<a>{_N})(?::(?P<b>{_N})(?::(?P<c>{_N}))?)?)$")
+_SUFFIX_RE = rf"(?i)^({_N})\s*([smhd])$"
 _SUFFIX_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def _time_s(what: str, text: str, forms: str, suffixes: bool) -> int:
-    m = _SUFFIX_RE.match(text) if suffixes else None
+    m = re.match(_SUFFIX_RE, text) if suffixes else None
     if m:
         secs = int(m.group(1)) * _SUFFIX_S[m.group(2).lower()]
     else:
-        m = _TIME_RE.match(text)
+        m = re.match(_TIME_RE, text)
         if not m:
             raise _bad(what, text, "not a time", forms)
         g = {k: int(v) for k, v in m.groupdict().items() if v is not None}
@@ -125,14 +127,14 @@ def format_time_minutes(minutes: int | None) -> str:
 MEM_FORMS = "N (MB) or N with a unit K, M, G or T (e.g. 4000, 16G, 512M)"
 MAX_MEM_MB = 2 ** 53  # far beyond any node; keeps every value exact in JSON and Lua
 MEM_PATTERN = r"\d{1,16}[KMGTkmgt]?[Bb]?"
-_MEM_RE = re.compile(r"^(\d{1,16})([KMGT])?(B)?$", re.I)
+_MEM_RE = r"(?i)^(\d{1,16})([KMGT])?(B)?$"
 _MEM_MB = {"K": None, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 
 def parse_mem_mb(text: str) -> int:
     """A memory size in MB (no unit = MB; K rounds up). ``0`` stays 0 (Slurm: all of a node's memory)."""
     t = _text("memory size", text, MEM_FORMS)
-    m = _MEM_RE.match(t)
+    m = re.match(_MEM_RE, t)
     if not m or (m.group(3) and not m.group(2)):
         raise _bad("memory size", text, "not a size", MEM_FORMS)
     n, unit = int(m.group(1)), (m.group(2) or "M").upper()
@@ -156,7 +158,7 @@ def format_mem_mb(mb: int) -> str:
 
 PARAMS_FORMS = "a parameter count such as 7B, 70b, 350M, 1.5e9"
 MAX_PARAMS = 1e15  # a thousand times the largest models
-_PARAMS_RE = re.compile(r"^(\d{1,20}(?:\.\d{0,20})?|\.\d{1,20})(?:[eE]([+-]?\d{1,3}))?\s*([KMBT])?$", re.I)
+_PARAMS_RE = r"(?i)^(\d{1,20}(?:\.\d{0,20})?|\.\d{1,20})(?:[eE]([+-]?\d{1,3}))?\s*([KMBT])?$"
 _PARAMS_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 
 
@@ -167,7 +169,7 @@ def parse_param_count(text: str | int | float) -> float:
         shown: object = text
     else:
         t = _text("parameter count", text, PARAMS_FORMS)
-        m = _PARAMS_RE.match(t)
+        m = re.match(_PARAMS_RE, t)
         if not m:
             why = "G is not a parameter unit (write B for billions)" if t[-1:] in "gG" else "not a count"
             raise _bad("parameter count", text, why, PARAMS_FORMS)
@@ -197,15 +199,34 @@ def format_param_count(n: float) -> str:
 
 MIG_FORMS = "a MIG profile such as 1g.10gb, 3g.40gb, 1g.10gb+me or a100_1g.10gb"
 MIG_PROFILE_PATTERN = r"[1-7]g\.\d{1,4}gb(?:\+me)?"  # without the GPU type prefix (the policy's form)
-MIG_PROFILE_RE = re.compile(rf"^(?:(?P<gpu>[A-Za-z0-9][A-Za-z0-9.-]{{0,30}})_)?"
-                            rf"(?P<slices>[1-7])g\.(?P<memory_gb>\d{{1,4}})gb(?P<me>\+me)?$")
+_MIG_RE = (r"^(?:(?P<gpu>[A-Za-z0-9][A-Za-z0-9.-]{0,30})_)?"
+           r"(?P<slices>[1-7])g\.(?P<memory_gb>\d{1,4})gb(?P<me>\+me)?$")
 
 
-class MigProfile(NamedTuple):
-    slices: int  # compute slices of 7
-    memory_gb: int
-    media_extensions: bool = False  # "+me"
-    gpu_type: str | None = None  # "a100" in "a100_1g.10gb" (Slurm's gres type name)
+def __getattr__(name: str) -> Any:
+    if name == "MIG_PROFILE_RE":  # the compiled regex, on first use (PEP 562)
+        return re.compile(_MIG_RE)
+    raise AttributeError(f"module 'slurm_gpu.units' has no attribute {name!r}")
+
+
+class MigProfile(tuple):
+    """(slices, memory_gb, media_extensions, gpu_type): ``a100_1g.10gb+me`` is (1, 10, True, "a100").
+
+    A plain tuple subclass (not typing.NamedTuple, whose class creation costs gpusub's start-up).
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, slices: int, memory_gb: int, media_extensions: bool = False, gpu_type: str | None = None):
+        return tuple.__new__(cls, (slices, memory_gb, media_extensions, gpu_type))
+
+    slices = property(lambda self: self[0], doc="compute slices of 7")
+    memory_gb = property(lambda self: self[1])
+    media_extensions = property(lambda self: self[2], doc='"+me"')
+    gpu_type = property(lambda self: self[3], doc='"a100" in "a100_1g.10gb" (Slurm\'s gres type name)')
+
+    def __repr__(self) -> str:
+        return f"MigProfile({self[0]!r}, {self[1]!r}, {self[2]!r}, {self[3]!r})"
 
     @property
     def name(self) -> str:
@@ -214,7 +235,7 @@ class MigProfile(NamedTuple):
 
 
 def parse_mig_profile(text: str) -> MigProfile:
-    m = MIG_PROFILE_RE.match(_text("MIG profile", text, MIG_FORMS))
+    m = re.match(_MIG_RE, _text("MIG profile", text, MIG_FORMS))
     if not m:
         raise _bad("MIG profile", text, "not a profile", MIG_FORMS)
     return MigProfile(int(m["slices"]), int(m["memory_gb"]), bool(m["me"]), m["gpu"])

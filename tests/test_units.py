@@ -141,8 +141,8 @@ def test_mig_round_trip(p: u.MigProfile) -> None:
 # ---- totality: any text gives a value or a one-line UnitError -----------------------------------
 
 PARSERS = [u.parse_time_minutes, u.parse_time_seconds, u.parse_mem_mb, u.parse_param_count, u.parse_mig_profile]
-texts = st.text(max_size=40) | st.from_regex(r"\A[0-9a-zA-Z:.+_ -]{0,30}\Z") | st.text(alphabet="0123456789", min_size=50,
-                                                                                      max_size=5000)
+texts = (st.text(max_size=40) | st.from_regex(r"\A[0-9a-zA-Z:.+_ -]{0,30}\Z")
+         | st.text(alphabet="0123456789", min_size=50, max_size=5000))
 
 
 @settings(max_examples=300, deadline=None, database=None)

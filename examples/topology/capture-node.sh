@@ -22,6 +22,8 @@ run live-full.json $SG topo show --live --json --full
 run live-show.txt $SG topo show --live
 run live-gres.txt $SG topo gres-conf --live --type gpu --links
 run smi.json $SG topo show --json --from-nvidia-smi "$O/nvidia-smi-topo-m.txt" --lscpu "$O/lscpu-p.txt"
+# without lscpu: sockets derived from the disjoint GPU affinity sets (the assumption goes to the log)
+run smi-no-lscpu.json $SG topo show --json --from-nvidia-smi "$O/nvidia-smi-topo-m.txt"
 command -v slurmd >/dev/null && run slurmd-C.txt slurmd -C
 python3 - "$O" <<'EOF' | tee "$O/compare.txt"
 import json, sys
@@ -30,6 +32,12 @@ try:
     live, smi = (json.load(open(f"{o}/{n}")) for n in ("live.json", "smi.json"))
 except Exception as e:
     sys.exit(f"compare skipped: {e}")
+try:
+    guessed = json.load(open(f"{o}/smi-no-lscpu.json"))["sockets"]
+    print(f"sockets: lscpu {smi['sockets']}, derived from topo -m alone {guessed}",
+          "SAME" if guessed == smi["sockets"] else "DIFFERENT (expected on NPS2/NPS4, SNC)")
+except Exception as e:
+    print(f"socket derivation check skipped: {e}")
 for a, b in zip(live["gpus"], smi["gpus"]):
     same = (a["numa_node"], a["cpus"], a["links"]) == (b["numa_node"], b["cpus"], b["links"])
     print(f"GPU{a['index']} live {a['numa_node']} {a['cpus']} topo-m {b['numa_node']} {b['cpus']}",

@@ -33,6 +33,7 @@ class Prepared:
     spelling: Any  # slurm_version.SlurmSpelling
     policy: Any  # policy.Policy | None
     script_text: str | None
+    component_decisions: tuple[Any, ...] = ()  # one Decision per heterogeneous-job component
 
 
 # ---- inputs ----------------------------------------------------------------------------------
@@ -41,12 +42,12 @@ def policy_path(gpusub_opts: Mapping[str, Any], env: Mapping[str, str]) -> str |
     """--policy, then $GPUSUB_POLICY, then /etc/slurm-gpu/policy.yaml; None when no policy applies."""
     explicit = gpusub_opts.get("policy")
     if explicit:
-        if not os.path.isfile(explicit):
+        if not os.path.lexists(explicit):
             raise UsageError(f"--policy {explicit}: no such file (give a site policy YAML file)")
-        return explicit
+        return explicit  # a directory, FIFO or device: the policy reader says which, in one line
     from_env = env.get("GPUSUB_POLICY")
     if from_env:
-        if not os.path.isfile(from_env):
+        if not os.path.lexists(from_env):
             raise UsageError(f"GPUSUB_POLICY={from_env}: no such file (unset it or point it at a policy YAML file)")
         return from_env
     return DEFAULT_POLICY_PATH if os.path.isfile(DEFAULT_POLICY_PATH) else None
@@ -120,6 +121,32 @@ def detect_spelling(env: Mapping[str, str], backend: Any):
         return replace(spelling_for(DEFAULT_VERSION), detected=False)
 
 
+def _with_constraint_warnings(decision: Any, request: Any, policy: Any) -> Any:
+    """Warn about a --constraint that no node of the chosen GPU type (in the chosen partition) has."""
+    from dataclasses import replace
+
+    from slurm_gpu.placement.plan import constraint_warnings
+
+    feats = []
+    for nt in node_types_for(policy, decision):
+        gt = policy.gpu_type(nt.gpu_type) if nt.gpu_type else None
+        words = [nt.gpu_type] + (["mig"] if getattr(gt, "mig_capable", False) else []) + list(nt.features)
+        feats.append((nt.name, tuple(w for w in words if w)))
+    found = constraint_warnings(request.constraint, feats, decision.gpu_type)
+    return replace(decision, warnings=tuple(decision.warnings) + found) if found else decision
+
+
+def _spank_options(backend: Any) -> tuple[Any, ...]:
+    """The site's SPANK plugin options, from ``sbatch --help`` (cached); none when sbatch cannot be asked."""
+    from slurm_gpu.slurm.sbatch.table import spank_options_from_help
+
+    try:
+        backend.preflight()  # a missing SLURM_CONF: sbatch would retry for seconds; no plugin options
+        return tuple(spank_options_from_help(backend.help_text()))
+    except (SubmitError, OSError, AttributeError):
+        return ()
+
+
 def _user_and_groups(env: Mapping[str, str]) -> tuple[str | None, tuple[str, ...]]:
     try:
         import grp
@@ -135,8 +162,12 @@ def _user_and_groups(env: Mapping[str, str]) -> tuple[str | None, tuple[str, ...
 def _no_policy_decision(request: Any):
     from slurm_gpu.request import Decision
 
+    ignored = [name for name, value in (("--gpu-fraction", request.gpu_fraction), ("--model-params",
+                                        request.model_params)) if value is not None]
+    warnings = tuple(f"{name} needs a site policy (--policy, $GPUSUB_POLICY or /etc/slurm-gpu/policy.yaml); "
+                     "it was ignored" for name in ignored)
     return Decision(accepted=True, gpus=request.total_gpus, gpu_type=request.gpu_type,
-                    partition=request.partition, qos=request.qos,
+                    partition=request.partition, qos=request.qos, warnings=warnings,
                     reasons=("no site policy: the job is submitted as sbatch would submit it",))
 
 
@@ -148,43 +179,50 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: Any) -> Prepared:
     spelling = detect_spelling(env, backend)
     # parse as the detected sbatch does (its options, its conflicts); None when it could not be asked
     version = spelling.version[:2] if getattr(spelling, "detected", True) else None
-    first = parse_submission(argv, env, None, version=version)
+    spank = _spank_options(backend)
+    first = parse_submission(argv, env, None, version=version, spank_options=spank)
     for name in ("help", "usage", "version"):  # sbatch's early options, anywhere before the script
         if first.has(name):
             raise InfoRequested(name)
     script_text = None
     if first.script_path is not None:
         script_text = read_script(first.script_path)
-        sub = parse_submission(argv, env, script_text, version=version)
+        sub = parse_submission(argv, env, script_text, version=version, spank_options=spank)
     elif first.wrap is None and not _wants_only_info(first):
         # as sbatch: no script named and no --wrap, so the script is read from standard input
         if sys.stdin is None or sys.stdin.isatty():
             raise UsageError("no batch script given (usage: gpusub [OPTIONS] SCRIPT [ARGS]..., --wrap=CMD, "
                              "or the script on standard input)")
         script_text = read_script("-")
-        sub = parse_submission(argv, env, script_text, version=version)
+        sub = parse_submission(argv, env, script_text, version=version, spank_options=spank)
     else:
         sub = first
     user, groups = _user_and_groups(env)
-    request = to_job_request(sub, user=user, groups=groups)
+    parts = len(sub.components) if getattr(sub, "components", ()) else 1
+    requests = [to_job_request(sub, user=user, groups=groups, component=k) for k in range(parts)]
+    request = requests[0]
 
     path = policy_path(sub.gpusub, env)
     policy = None
     if path is None:
-        decision = _no_policy_decision(request)
+        decisions = [_no_policy_decision(r) for r in requests]
     else:
         from slurm_gpu import policy as policy_mod
 
         loader = getattr(policy_mod, "load_policy_cached", None) or policy_mod.load_policy
         policy = loader(path)
-        decision = policy_mod.classify(request, policy)
+        decisions = [policy_mod.classify(r, policy) for r in requests]  # each hetjob component on its own
+    rejected = [d for d in decisions if not d.accepted]
+    decision = rejected[0] if rejected else decisions[0]
     plan = None
-    if decision.accepted and decision.gpus > 0 and policy is not None:
+    if decision.accepted and decision.gpus > 0 and policy is not None and parts == 1:
         given = frozenset(n for n, _ in sub.options) | frozenset(
             o.lstrip("-").partition("=")[0] for o in decision.added_options)
         plan = make_plan(request, decision, policy, spelling, sub.gpusub, given,
                          cpu_bind=env.get("GPUSUB_CPU_BIND"), env=env)
-    return Prepared(sub, request, decision, plan, spelling, policy, script_text)
+    if decision.accepted and policy is not None and request.constraint:
+        decision = _with_constraint_warnings(decision, request, policy)
+    return Prepared(sub, request, decision, plan, spelling, policy, script_text, tuple(decisions))
 
 
 def _wants_only_info(sub: Any) -> bool:
@@ -286,10 +324,12 @@ def make_plan(request: Any, decision: Any, policy: Any, spelling: Any, gpusub_op
 # ---- outputs ---------------------------------------------------------------------------------
 
 def render_prepared(prep: Prepared):
+    from slurm_gpu.app.templates import default_template_dir
     from slurm_gpu.render.script import payload_of, render_script
 
     return render_script(prep.submission, prep.decision, prep.plan, prep.spelling,
-                         payload_of(prep.submission, prep.script_text))
+                         payload_of(prep.submission, prep.script_text), template_dir=default_template_dir(),
+                         component_decisions=prep.component_decisions or None)
 
 
 def write_rendered(text: str, env: Mapping[str, str]) -> str:
@@ -375,6 +415,16 @@ def make_backend(env: Mapping[str, str]):
     return SbatchCli(timeout_s=timeout_s, env=env)
 
 
+def submitted_line(sub: Any, result: Any) -> str:
+    """What sbatch prints for a submitted job (src/sbatch/sbatch.c): nothing with --quiet, the bare id
+    (``id;cluster``) with --parsable, else ``Submitted batch job ID[ on cluster C]``."""
+    if sub.has("quiet"):
+        return ""
+    if sub.has("parsable"):
+        return f"{result.job_id}" + (f";{result.cluster}" if result.cluster else "") + "\n"
+    return f"Submitted batch job {result.job_id}" + (f" on cluster {result.cluster}" if result.cluster else "") + "\n"
+
+
 def _json_record(prep: Prepared, job_id: Any) -> dict[str, Any]:
     return {"job_id": job_id, "partition": prep.decision.partition, "qos": prep.decision.qos,
             "gres": prep.decision.gres, "binding": prep.plan.to_json() if prep.plan is not None else None,
@@ -447,10 +497,10 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str], bac
     if as_json:
         out.write(_dumps(_json_record(prep, result.job_id)) + "\n")
     else:
-        out.write(f"{result.job_id}\n")
+        out.write(submitted_line(prep.submission, result))
     out.flush()
     if opts.get("wait"):
-        from slurm_gpu.follow import follow_job
+        from slurm_gpu.app.follow import follow_job
 
         return follow_job(backend, result.job_id, err)
     return 0

@@ -33,7 +33,7 @@ def check(file: str, as_json: bool, live: bool) -> None:
             if not os.path.exists(nt.topology):
                 warnings.append(f"node_types.{nt.name}.topology: file {nt.topology} not found")
         if live:
-            from slurm_gpu.adapters.slurm_inventory import live_inventory
+            from slurm_gpu.adapters.slurm.inventory import live_inventory
             from slurm_gpu.policy.lint import live_warnings
 
             inv = live_inventory()

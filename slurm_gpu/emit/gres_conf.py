@@ -4,7 +4,8 @@ GPU group with its ``File=`` devices and local ``Cores=``. Pure."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from slurm_gpu.hostlist import compress_hostlist
 from slurm_gpu.policy.model import Policy

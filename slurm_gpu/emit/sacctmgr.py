@@ -9,7 +9,7 @@ after slurmctld is up.
 from __future__ import annotations
 
 import shlex
-from typing import Sequence
+from collections.abc import Sequence
 
 from slurm_gpu.emit.slurm_conf import slurm_time
 from slurm_gpu.policy.model import Qos

@@ -4,7 +4,8 @@ partition. Pure."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from slurm_gpu.hostlist import compress_hostlist
 from slurm_gpu.policy.model import NodeType, Partition, Policy
@@ -46,9 +47,31 @@ def node_lines(policy: Policy, topologies: Mapping[str, Any]) -> list[tuple[str,
     return out
 
 
-def partition_line(p: Partition, nodes: Sequence[str]) -> str:
+def job_defaults(policy: Policy, p: Partition, topologies: Mapping[str, Any] | None) -> str | None:
+    """The partition's job defaults from the policy's defaults: ``DefCpuPerGPU`` (a number, or with
+    ``cpus_per_gpu: topology`` the cores local to each GPU, the least over the partition's node types)
+    and ``DefMemPerGPU`` (MB). Slurm applies them to every job that gives no CPU or memory count, so a
+    plain sbatch job and a gpusub job get the same resources."""
+    d = policy.defaults
+    parts = []
+    cpg = d.cpus_per_gpu
+    if cpg == "topology" and topologies:
+        from slurm_gpu.placement.plan import node_layout
+
+        names = p.node_types or tuple(nt.name for nt in policy.node_types)
+        local = [node_layout(topologies[n]).local_cores_per_gpu for n in names
+                 if n in topologies and getattr(policy.node_type(n), "gpus", 0)]
+        cpg = min((v for v in local if v > 0), default=None)
+    if isinstance(cpg, int) and not isinstance(cpg, bool) and cpg > 0:
+        parts.append(f"DefCpuPerGPU={cpg}")
+    if d.mem_per_gpu_mb:
+        parts.append(f"DefMemPerGPU={int(d.mem_per_gpu_mb)}")
+    return " ".join(parts) if parts else None  # slurm.conf keys (scontrol shows them as JobDefaults=)
+
+
+def partition_line(p: Partition, nodes: Sequence[str], defaults: str | None = None) -> str:
     """``PartitionName=`` with Nodes, PriorityTier, MaxTime, DefaultTime, Default, PreemptMode
-    (+ GraceTime when preemptible), AllowQos, State=UP."""
+    (+ GraceTime when preemptible), AllowQos, DefCpuPerGPU/DefMemPerGPU (see :func:`job_defaults`), State=UP."""
     parts = [f"PartitionName={p.name}", f"Nodes={compress_hostlist(list(nodes)) if nodes else ''}"]
     parts.append(f"PriorityTier={p.priority_tier}")
     parts.append(f"MaxTime={slurm_time(p.max_time_min)}")
@@ -61,12 +84,17 @@ def partition_line(p: Partition, nodes: Sequence[str]) -> str:
         parts.append(f"GraceTime={int(p.grace_time_s)}")
     if p.allowed_qos:
         parts.append("AllowQos=" + ",".join(p.allowed_qos))
+    if defaults:
+        parts.append(defaults)
     parts.append("State=UP")
     return " ".join(parts)
 
 
-def partition_lines(policy: Policy) -> list[str]:
-    return [partition_line(p, policy.partition_nodes(p.name)) for p in policy.partitions]
+def partition_lines(policy: Policy, topologies: Mapping[str, Any] | None = None,
+                    nodes_of: Any = None) -> list[str]:
+    """One line per partition; ``nodes_of(partition)`` gives its node names (default: the policy's)."""
+    return [partition_line(p, nodes_of(p) if nodes_of else policy.partition_nodes(p.name),
+                           job_defaults(policy, p, topologies)) for p in policy.partitions]
 
 
 def accounting_tres(policy: Policy) -> str:
@@ -83,9 +111,9 @@ def slurm_conf(policy: Policy, topologies: Mapping[str, Any], source: str = "") 
     if any(p.preemptible for p in policy.partitions):  # a partition's PreemptMode=REQUEUE needs these
         lines += ["PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE", "JobRequeue=1"]
     lines += [line for _name, _nt, line in node_lines(policy, topologies)]
-    lines += partition_lines(policy)
+    lines += partition_lines(policy, topologies)
     return "\n".join(lines) + "\n"
 
 
 __all__ = ["slurm_time", "node_features", "node_lines", "partition_line", "partition_lines", "accounting_tres",
-           "slurm_conf"]
+           "slurm_conf", "job_defaults"]

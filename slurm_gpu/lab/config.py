@@ -188,7 +188,8 @@ def slurm_conf(spec: LabSpec, rt: LabRuntime) -> str:
             f"{n.conf_line} NodeHostname={rt.hostname} NodeAddr=127.0.0.1 Port={node_port(spec, rt, n.name)}"
             " State=UNKNOWN"
         )
-    lines += [partition_line(part, spec.partition_nodes(part)) for part in spec.partitions]
+    lines += list(spec.partition_lines) or [partition_line(part, spec.partition_nodes(part))
+                                            for part in spec.partitions]
     return "\n".join(lines) + "\n"
 
 

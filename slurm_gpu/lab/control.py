@@ -7,10 +7,10 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import stat
 import re
 import shutil
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Callable

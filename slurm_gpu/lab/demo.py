@@ -83,7 +83,7 @@ def _write_as_root_into(path: str, data: bytes) -> None:
 def _locality(lab: Lab, facts: dict[str, str]) -> str:
     """The locality rule for the demo job, from what it printed (node, global GPU ids, CPU_IDs)."""
     from slurm_gpu.cpulist import format_cpulist, parse_cpulist
-    from slurm_gpu.locality import NodeAlloc, check_node, parse_gres_conf
+    from slurm_gpu.placement.locality import NodeAlloc, check_node, parse_gres_conf
 
     try:
         table = parse_gres_conf(Path(lab.paths.conf_dir, "gres.conf").read_text())

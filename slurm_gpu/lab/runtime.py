@@ -72,7 +72,7 @@ def copy_policy(policy_path: str, dest_dir: str) -> str:
 
 
 def _world_readable(top: str) -> None:
-    for d, dirs, files in os.walk(top):
+    for d, _dirs, files in os.walk(top):
         os.chmod(d, 0o755)
         for f in files:
             p = os.path.join(d, f)

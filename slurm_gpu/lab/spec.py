@@ -8,7 +8,7 @@ partitions and QOS are the policy's own objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from slurm_gpu.policy.model import Partition, Qos
@@ -58,6 +58,7 @@ class LabSpec:
     default_qos: str = "normal"
     policy_path: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    partition_lines: tuple[str, ...] = ()  # emitted PartitionName= lines (with JobDefaults from the policy)
 
     @property
     def node_names(self) -> tuple[str, ...]:
@@ -74,7 +75,7 @@ class LabSpec:
 def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") -> LabSpec:
     """Build the LabSpec from a loaded Policy; ``load_topology(path)`` returns a Topology."""
     from slurm_gpu.emit.gres_conf import gres_lines
-    from slurm_gpu.emit.slurm_conf import node_features, node_lines
+    from slurm_gpu.emit.slurm_conf import node_features, node_lines, partition_lines
 
     topologies = {nt.name: load_topology(nt.topology) for nt in policy.node_types}
     nodes = [LabNode(name, nt.name, nt.gpu_type, nt.gpus, node_features(policy, nt, topologies[nt.name]), line)
@@ -85,7 +86,7 @@ def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") 
     default_qos = "normal" if "normal" in names or not names else names[0]
     gpu_types = tuple(dict.fromkeys(nt.gpu_type for nt in policy.node_types if nt.gpu_type))
     accounts = tuple(dict.fromkeys(a for c in getattr(policy, "classes", ()) for a in c.match.accounts))
-    return LabSpec(
+    spec = LabSpec(
         nodes=tuple(nodes),
         gres_lines=tuple(gres),
         partitions=tuple(policy.partitions),
@@ -95,3 +96,5 @@ def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") 
         extra_accounts=tuple(a for a in accounts if a != DEFAULT_ACCOUNT),
         policy_path=str(getattr(policy, "source", "") or "") or None,
     )
+    lines = partition_lines(policy, topologies, nodes_of=spec.partition_nodes)
+    return replace(spec, partition_lines=tuple(lines))

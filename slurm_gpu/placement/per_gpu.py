@@ -19,10 +19,10 @@ its own GPU(s) (device cgroups then block CUDA IPC between tasks).
 
 from __future__ import annotations
 
-from typing import Any, Collection, Sequence
+from collections.abc import Collection, Sequence
+from typing import Any
 
-from slurm_gpu.placement.plan import (ISOLATIONS, BindingPlan, NodeLayout, _ceil_div, _policy_cpus_per_gpu,
-                                      node_layout)
+from slurm_gpu.placement.plan import ISOLATIONS, BindingPlan, NodeLayout, _ceil_div, _policy_cpus_per_gpu, node_layout
 
 
 def task_prelude(layouts: Sequence[NodeLayout], isolation: str, gpus_per_task: int | None) -> str:
@@ -50,7 +50,8 @@ def task_prelude(layouts: Sequence[NodeLayout], isolation: str, gpus_per_task: i
         "  IFS=, read -r -a _g <<< \"$_ids\"; IFS=, read -r -a _c <<< \"$CUDA_VISIBLE_DEVICES\"",
         "  _order=()",
         "  for _s in $(printf '%s\\n' \"${_gs[@]:-0}\" | sort -un); do",
-        "    for _i in \"${!_g[@]}\"; do [ \"${_gs[${_g[$_i]}]:-0}\" = \"$_s\" ] && _order+=(\"${_c[$_i]:-${_g[$_i]}}\"); done",
+        "    for _i in \"${!_g[@]}\"; do"
+        " [ \"${_gs[${_g[$_i]}]:-0}\" = \"$_s\" ] && _order+=(\"${_c[$_i]:-${_g[$_i]}}\"); done",
         "  done",
         "  [ ${#_order[@]} -eq ${#_g[@]} ] || _order=(\"${_c[@]}\")",
         f"  if [ {strict} = 1 ]; then _first=$(( LOCAL_RANK * {per_task} % ${{#_order[@]}} ));"

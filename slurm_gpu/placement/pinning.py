@@ -136,7 +136,7 @@ def gpus_from_env(env: Mapping[str, str], loc: Locality | None = None) -> list[t
     if ids_text:
         ids = _ids(ids_text, "SLURM_STEP_GPUS/SLURM_JOB_GPUS")
         if len(ids) == len(entries):
-            return list(zip(entries, ids))
+            return list(zip(entries, ids, strict=True))
     uuids = loc.gpu_uuid if loc else {}
     return [(e, int(e) if e.isdigit() else uuids.get(e)) for e in entries]
 

@@ -32,6 +32,7 @@ accelerate, deepspeed or mpirun are pinned by ``slurm-gpu-pin`` (docs/pinning.md
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Collection, Sequence
 
@@ -196,6 +197,9 @@ def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence
     opts: list[str] = []
     node_gpus = min(lay.gpus for lay in layouts)
     per_node, nodes = _gpus_per_node(request, gpus, node_gpus)
+    if per_node is None and not nodes and gpus > node_gpus and gpus % node_gpus:
+        warnings.append(f"{gpus} GPUs do not fill whole nodes of {node_gpus}: Slurm splits them unevenly "
+                        f"(ask for a multiple of {node_gpus}, or give --gpus-per-node)")
     tpn = _tasks_per_node(request, nodes, min(lay.cores_per_socket * lay.sockets for lay in layouts))
     names = ", ".join(f"{lay.name or '?'} (" + "; ".join(
         f"socket {s}: GPUs {','.join(map(str, g))}" for s, g in lay.socket_gpus) + ")" for lay in layouts)
@@ -236,6 +240,10 @@ def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence
         opts.append(f"--ntasks-per-socket={nps}")
         why.append(f"--ntasks-per-socket={nps}: {per_node} GPUs span {sockets} sockets, so each socket's "
                    f"{nps} task(s) get cores next to its GPUs (without it, 8 tasks x 2 CPUs got cores 0-15)")
+    elif sockets and sockets > 1 and tpn and tpn > 1 and tpn % sockets:
+        warnings.append(f"{tpn} tasks per node do not split evenly over the {sockets} sockets of its {per_node} GPUs: "
+                        "some GPUs' tasks will have cores on the other socket (ask for a multiple of "
+                        f"{sockets} tasks per node)")
     elif sockets and sockets > 1 and (tpn or 1) == 1 and (cpus_per_node or c) <= min(
             lay.cores_per_socket for lay in layouts):
         warnings.append(f"one task with {cpus_per_node or c} CPU(s) and {per_node} GPUs on {sockets} sockets: "
@@ -277,6 +285,26 @@ def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence
         gpu_order=tuple((lay.nodes, lay.socket_major_order()) for lay in layouts), warnings=tuple(warnings))
 
 
+_FEATURE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
+def constraint_warnings(constraint: str | None, features_by_type: Sequence[tuple[str, Sequence[str]]],
+                        gpu_type: str | None) -> tuple[str, ...]:
+    """A ``--constraint`` naming a feature that no node type the job can land on has: the job would pend
+    forever. ``features_by_type``: (node type, its Features=) for those node types."""
+    if not constraint or not features_by_type:
+        return ()
+    have = {f for _name, feats in features_by_type for f in feats}
+    words = list(dict.fromkeys(_FEATURE_WORD.findall(re.sub(r"\*[0-9]+", "", constraint))))
+    missing = [w for w in words if w not in have]
+    alternatives = "|" in constraint or "[" in constraint  # satisfiable while any alternative exists
+    if not missing or (alternatives and len(missing) < len(words)):
+        return ()
+    types = ", ".join(name for name, _f in features_by_type)
+    return (f"--constraint={constraint}: no node of " + (f"GPU type {gpu_type} " if gpu_type else "")
+            + f"({types}) has the feature(s) {', '.join(missing)}; features there: {', '.join(sorted(have))}",)
+
+
 def default_cpus_per_gpu(defaults: Any, layouts: Sequence[NodeLayout]) -> int | None:
     """The policy's CPUs per GPU: a number, or ``topology`` = the cores local to each GPU (the least
     over the node types). The emitter writes the same value as the partition's DefCpuPerGPU."""
@@ -306,4 +334,4 @@ def plan_binding(request: Any, decision: Any, spelling: Any, layouts: Sequence[N
 
 
 __all__ = ["BindingPlan", "NodeLayout", "node_layout", "plan_placement", "plan_binding", "default_cpus_per_gpu",
-           "ISOLATIONS", "LAUNCHES"]
+           "ISOLATIONS", "LAUNCHES", "constraint_warnings"]

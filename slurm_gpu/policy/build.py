@@ -12,8 +12,17 @@ import os
 from typing import Any
 
 from slurm_gpu.policy.model import (
-    Defaults, GpuType, Isolation, JobClass, Match, NodeType, Partition, Policy, Qos,
+    Defaults,
+    GpuType,
+    Isolation,
+    JobClass,
+    Match,
+    NodeType,
+    Partition,
+    Policy,
+    Qos,
 )
+from slurm_gpu.policy.reader import absolute_path, real_path
 from slurm_gpu.policy.validate import Context, Entry, did_you_mean
 
 
@@ -72,7 +81,8 @@ def check_and_build(ctx: Context, source: str) -> Policy | None:
         for node in (v["nodes"] or ("", ()))[1]:
             if node in owner:
                 ctx.problems.append(f"{e.where('nodes')}: {e.path}.nodes: found node {node!r} already in "
-                                    f"{owner[node].path} ({owner[node].where('nodes')}), allowed each node in one node type")
+                                    f"{owner[node].path} ({owner[node].where('nodes')}), "
+                                    "allowed each node in one node type")
                 break
             owner[node] = e
     defaults_seen = []
@@ -146,7 +156,7 @@ def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], par
         v = dict(e.values)
         topo = v.pop("topology")
         if not os.path.isabs(topo):
-            topo = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(e.file)), topo))
+            topo = os.path.normpath(os.path.join(os.path.dirname(absolute_path(e.file)), topo))
         hostlist, nodes = v.pop("nodes")
         return NodeType(topology=topo, nodes=nodes, hostlist=hostlist, **v)
 
@@ -171,6 +181,6 @@ def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], par
         classes=tuple(job_class(e) for e in classes),
         defaults=mapped("defaults", Defaults), isolation=mapped("isolation", Isolation),
         messages=tuple(sorted((k, t) for k, (t, _, _) in ctx.messages.items())),
-        source=os.path.realpath(source), includes=tuple(ctx.files[1:]),
+        source=real_path(source), includes=tuple(ctx.files[1:]),
         include_dirs=tuple(ctx.top.get("include_dirs", ())),
     )

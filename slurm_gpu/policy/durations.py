@@ -8,9 +8,8 @@ mean "no limit" where a limit may be unlimited.
 
 from __future__ import annotations
 
-from slurm_gpu.units import DURATION_FORMS, MAX_TIME_MINUTES, UNLIMITED_WORDS, UnitError
+from slurm_gpu.units import DURATION_FORMS, MAX_TIME_MINUTES, UNLIMITED_WORDS, UnitError, parse_time_seconds
 from slurm_gpu.units import format_time_minutes as format_duration_min
-from slurm_gpu.units import parse_time_seconds
 
 UNLIMITED = UNLIMITED_WORDS
 __all__ = ["DURATION_FORMS", "UNLIMITED", "format_duration_min", "parse_duration_min", "parse_duration_s"]

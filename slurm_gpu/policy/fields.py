@@ -265,7 +265,9 @@ def converter(kind: K.Kind) -> Conv:
     if type(kind) in _SIMPLE:
         return _SIMPLE[type(kind)]
     if isinstance(kind, K.Int):
-        return int_min(kind.lo) if kind.hi is None else pct if (kind.lo, kind.hi) == (1, 100) else int_range(kind.lo, kind.hi)
+        if kind.hi is None:
+            return int_min(kind.lo)
+        return pct if (kind.lo, kind.hi) == (1, 100) else int_range(kind.lo, kind.hi)
     if isinstance(kind, K.Number):
         return fraction if kind.le == 1 else number_pos
     if isinstance(kind, K.Duration):

@@ -15,8 +15,26 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from slurm_gpu.policy.kinds import (
-    Bool, Const, CpusPerGpu, Duration, Enum, Hostlist, Int, Limit, ListOf, MemMB, Messages, MigProfile, Name,
-    Nested, Number, Option, Paths, Section, Text, yaml,
+    Bool,
+    Const,
+    CpusPerGpu,
+    Duration,
+    Enum,
+    Hostlist,
+    Int,
+    Limit,
+    ListOf,
+    MemMB,
+    Messages,
+    MigProfile,
+    Name,
+    Nested,
+    Number,
+    Option,
+    Paths,
+    Section,
+    Text,
+    yaml,
 )
 
 PreemptMode = Literal["requeue", "cancel"]
@@ -35,7 +53,8 @@ class GpuType:
     memory_gb: float = field(metadata=yaml("memory_gb", Number(gt=0), "memory of one GPU in GB"))
     mig_capable: bool = field(default=False, metadata=yaml("mig_capable", Bool(), "can be split into MIG slices"))
     mig_profiles: tuple[str, ...] = field(default=(), metadata=yaml(
-        "mig_profiles", ListOf(MigProfile(), "MIG profiles like 1g.10gb"), "MIG profiles offered; only when mig_capable"))
+        "mig_profiles", ListOf(MigProfile(), "MIG profiles like 1g.10gb"),
+        "MIG profiles offered; only when mig_capable"))
     features: tuple[str, ...] = field(default=(), metadata=_names("features", "node features of this GPU type"))
 
 
@@ -72,7 +91,7 @@ class Partition:
     default_gpu_type: str | None = field(default=None, metadata=yaml(
         "default_gpu_type", Name(), "what an untyped GPU request becomes here"))
 
-    def nodes(self, policy: "Policy") -> tuple[str, ...]:
+    def nodes(self, policy: Policy) -> tuple[str, ...]:
         return policy.partition_nodes(self.name)
 
 

@@ -25,6 +25,16 @@ class ReadError(Exception):
         self.reason, self.where = reason, where
 
 
+def real_path(path: str) -> str:
+    """The file's canonical name (symlinks resolved on disk): how includes are told apart."""
+    return os.path.realpath(path)
+
+
+def absolute_path(path: str) -> str:
+    """``path`` joined to the working directory (symlinks kept)."""
+    return os.path.abspath(path)
+
+
 def read_policy_text(path: str, limit: int = MAX_BYTES) -> str:
     """The file's text. Raises ReadError("is a directory", "no such file or directory", ...)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)

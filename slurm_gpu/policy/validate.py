@@ -17,7 +17,7 @@ from typing import Any
 from slurm_gpu.policy import fields as F
 from slurm_gpu.policy import kinds as K
 from slurm_gpu.policy.model import Policy
-from slurm_gpu.policy.reader import ReadError, read_policy_text
+from slurm_gpu.policy.reader import ReadError, absolute_path, read_policy_text, real_path
 from slurm_gpu.policy.yamlload import YamlSyntaxError, YNode, parse_yaml
 
 REQ = object()  # marks a required field
@@ -156,7 +156,8 @@ def _read(ctx: Context, file: str, where: tuple[str, YNode] | None) -> YNode | N
         ctx.problems.append(f"{file}:{exc.line}:{exc.col}: yaml: found {exc.problem}, allowed {exc.allowed}")
         return None
     if root is None or root.kind != "map":  # never quote the content: the file may not be a policy at all
-        found = "an empty document" if root is None else f"a {'list' if root.kind == 'seq' else 'scalar'}, not a YAML mapping"
+        found = ("an empty document" if root is None
+                 else f"a {'list' if root.kind == 'seq' else 'scalar'}, not a YAML mapping")
         node = root or YNode("scalar", 1, 1)
         ctx.bad(file, node, "(top level)", found, "a mapping with 'version: 1'")
         return None
@@ -165,7 +166,7 @@ def _read(ctx: Context, file: str, where: tuple[str, YNode] | None) -> YNode | N
 
 def _include_roots(ctx: Context, file: str, root: YNode) -> list[str]:
     """Directories includes may come from: the top file's own, and its ``include_dirs``."""
-    roots = [os.path.realpath(os.path.dirname(os.path.abspath(file)))]
+    roots = [real_path(os.path.dirname(absolute_path(file)))]
     if "include_dirs" in root.keys:
         vnode = root.keys["include_dirs"][1]
         allowed = "a list of absolute directories"
@@ -177,7 +178,7 @@ def _include_roots(ctx: Context, file: str, root: YNode) -> list[str]:
             if item.kind != "scalar" or not isinstance(item.value, str) or not os.path.isabs(item.value):
                 ctx.bad(file, item, "include_dirs", F.describe(item), allowed)
                 continue
-            roots.append(os.path.realpath(item.value))
+            roots.append(real_path(item.value))
             ctx.top.setdefault("include_dirs", []).append(item.value)
     return roots
 
@@ -187,13 +188,14 @@ def _under(path: str, roots: list[str]) -> bool:
 
 
 def load_file(ctx: Context, file: str, stack: tuple[str, ...], where: tuple[str, YNode] | None = None) -> None:
-    absolute = os.path.realpath(file)
+    absolute = real_path(file)
     root = _read(ctx, file, where)
     if root is None:
         return
     ctx.files.append(absolute)
     if "version" not in root.keys:  # not a policy file: check nothing else, so none of it is quoted
-        ctx.bad(file, root, "version", "nothing (missing key)", "version: 1 (a file without it is not read as a policy)")
+        ctx.bad(file, root, "version", "nothing (missing key)",
+                "version: 1 (a file without it is not read as a policy)")
         return
     for dup in root.duplicates:
         ctx.bad(file, dup, F.key_text(dup.value), f"duplicate key {F.key_text(dup.value)!r}", "each key once")
@@ -225,7 +227,7 @@ def load_file(ctx: Context, file: str, stack: tuple[str, ...], where: tuple[str,
                 ctx.bad(file, item, "include", F.describe(item), "a file path (relative to this file)")
                 continue
             child = os.path.normpath(os.path.join(os.path.dirname(file), item.value))
-            child_abs = os.path.realpath(child)
+            child_abs = real_path(child)
             if child_abs in stack or child_abs == absolute:
                 chain = " -> ".join(os.path.basename(p) for p in (*stack, absolute, child_abs))
                 ctx.bad(file, item, "include", f"a cycle {chain}", "an acyclic include graph")

@@ -28,9 +28,9 @@ class YNode:
     line: int
     col: int
     value: Any = None
-    items: list["YNode"] = field(default_factory=list)  # seq items
-    keys: dict[str, tuple["YNode", "YNode"]] = field(default_factory=dict)  # map: key -> (key, value)
-    duplicates: list["YNode"] = field(default_factory=list)  # repeated keys (their key nodes)
+    items: list[YNode] = field(default_factory=list)  # seq items
+    keys: dict[str, tuple[YNode, YNode]] = field(default_factory=dict)  # map: key -> (key, value)
+    duplicates: list[YNode] = field(default_factory=list)  # repeated keys (their key nodes)
     tag: str = ""
 
     def plain(self) -> Any:

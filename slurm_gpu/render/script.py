@@ -145,8 +145,10 @@ def type_user_gpu_forms(state: dict[str, str | None], gpu_type: str) -> None:
             state[name] = f"{gpu_type}:{value}"
 
 
-def effective_options(sub: Any, decision: Any, plan: Any) -> list[tuple[str, str | None]]:
-    """The user's options, then the policy's changes, then the plan's additions (later wins)."""
+def effective_options(sub: Any, decision: Any, plan: Any, component: int = 0) -> list[tuple[str, str | None]]:
+    """The user's options (of one heterogeneous-job component; 0 for a normal job), then the policy's
+    changes, then the plan's additions (later wins)."""
+    user_options = sub.components[component] if getattr(sub, "components", ()) else sub.options
     state: dict[str, str | None] = {}
     order: list[str] = []
     verbose = 0
@@ -165,14 +167,14 @@ def effective_options(sub: Any, decision: Any, plan: Any) -> list[tuple[str, str
         if canonical not in order:
             order.append(canonical)
 
-    for name, value in sub.options:
+    for name, value in user_options:
         put(name, value)
     if decision is not None:
         if decision.partition:
             put("partition", decision.partition)
         if decision.qos:
             put("qos", decision.qos)
-        mine = user_gpu_forms(sub.options)
+        mine = user_gpu_forms(user_options)
         for text in decision.added_options:
             name, value = _split_option(text)
             if mine and name in _POLICY_GPU_LAYOUT:
@@ -185,7 +187,7 @@ def effective_options(sub: Any, decision: Any, plan: Any) -> list[tuple[str, str
             type_user_gpu_forms(state, gpu_type)
     for text in getattr(plan, "sbatch_options", ()) or ():
         put(*_split_option(text))
-    if "job-name" not in state:  # sbatch names a job after its script; the submitted file has another name
+    if "job-name" not in state and component == 0:  # sbatch names a job after its script; the submitted file has another name
         script = getattr(sub, "script_path", None)
         put("job-name", os.path.basename(script) if script and script != "-" else
             ("wrap" if sub.wrap is not None else "sbatch"))
@@ -226,13 +228,9 @@ def _task_shim(plan: Any, sub: Any) -> str:
     return ""
 
 
-def default_template_dir() -> str:
-    """``templates/`` beside the package (source tree) or under ``<prefix>/share/slurm-gpu``."""
-    import sys
-
-    here = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "templates")
-    installed = os.path.join(sys.prefix, "share", "slurm-gpu", "templates")
-    return here if os.path.isfile(os.path.join(here, TEMPLATE_NAME)) else installed
+# The source tree's templates/, the default for callers that name none. An installed gpusub finds its
+# own with slurm_gpu.app.templates.default_template_dir() (that probes the disk; this module must not).
+SOURCE_TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "templates")
 
 
 @functools.lru_cache(maxsize=4)
@@ -324,25 +322,39 @@ def render_script(
     payload: Payload,
     *,
     template_dir: str | None = None,
+    component_decisions: Any = None,
 ) -> RenderedScript:
     """Render the batch script for one submission (see the module docstring).
 
     ``sub``: a Submission; ``decision``: a Decision (or None); ``plan``: a BindingPlan or None (no
-    binding: plain batch launch); ``spelling``: a SlurmSpelling; ``payload``: the user's script.
-    Raises RenderError.
+    binding: plain batch launch); ``spelling``: a SlurmSpelling; ``payload``: the user's script;
+    ``template_dir``: the templates' directory (default: the source tree's). Raises RenderError.
     """
     check_payload(payload.text)
     directives: list[str] = []
     argv: list[str] = []
-    options = effective_options(sub, decision, plan)
-    for name, value in options:
-        if name == "wrap":  # the wrapped command is the payload
-            continue
-        _check_value(name, value)
-        if name in CLIENT_OPTIONS or (value is not None and ("\n" in value or "\r" in value)):
-            argv.append(_option_text(name, value))
-        else:
-            directives.append(f"--{name}" if value is None else f"--{name}={directive_quote(value)}")
+    components = len(getattr(sub, "components", ()) or ()) or 1
+    decisions = tuple(component_decisions or ()) or (decision,) * components
+    options: list[tuple[str, str | None]] = []
+    for k in range(components):
+        if k:
+            directives.append("hetjob")  # sbatch: the next #SBATCH lines are the next component's
+            argv.append(":")
+        mine = effective_options(sub, decisions[k] if k < len(decisions) else decision, plan if k == 0 else None, k)
+        options += mine
+        for name, value in mine:
+            if name == "wrap":  # the wrapped command is the payload
+                continue
+            _check_value(name, value)
+            if name in CLIENT_OPTIONS or (value is not None and ("\n" in value or "\r" in value)):
+                argv.append(_option_text(name, value))
+            else:
+                directives.append(f"--{name}" if value is None else f"--{name}={directive_quote(value)}")
+    while argv and argv[-1] == ":":
+        argv.pop()
+    if any(a == ":" for a in argv):
+        raise RenderError("a heterogeneous job's option with a line break (or a client option) in a later "
+                          "component cannot be carried; give it in the script")
     launch = getattr(plan, "launch", None) or sub.gpusub.get("launch") or "batch"
     if launch not in ("batch", "per-gpu"):
         raise RenderError(f"launch {launch!r}: accepted: batch, per-gpu")
@@ -382,9 +394,9 @@ def render_script(
         "forward_signals": forwarded_signals(options),
         "args": list(sub.script_args),
     }
-    rendered = _environment(template_dir or default_template_dir()).get_template(TEMPLATE_NAME).render(**context)
+    rendered = _environment(template_dir or SOURCE_TEMPLATE_DIR).get_template(TEMPLATE_NAME).render(**context)
     return RenderedScript(text=rendered, sbatch_argv=tuple(argv))
 
 
 __all__ = ["RenderedScript", "RenderError", "render_script", "Payload", "payload_of", "forwarded_signals", "effective_options", "directive_quote",
-           "comment_text", "default_template_dir", "SRUN_INPUT_ENV", "CLIENT_OPTIONS"]
+           "comment_text", "SOURCE_TEMPLATE_DIR", "SRUN_INPUT_ENV", "CLIENT_OPTIONS"]

@@ -14,8 +14,8 @@ Texts are those the lab's 22.05.8 and 24.11.5 printed (tests/adapters hold them)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from slurm_gpu.cpulist import parse_cpulist
 from slurm_gpu.hostlist import expand_hostlist

@@ -36,7 +36,8 @@ def parse_sbatch_version(text: str) -> Version:
     from slurm_gpu.errors import SlurmGpuError
 
     raise SlurmGpuError(
-        f"cannot read a Slurm version from {(text or '').strip()[:60]!r}; expected 'slurm 22.05.8' or 'slurm-wlm 24.11.5'"
+        f"cannot read a Slurm version from {(text or '').strip()[:60]!r}; "
+        "expected 'slurm 22.05.8' or 'slurm-wlm 24.11.5'"
     )
 
 
@@ -61,7 +62,7 @@ class SlurmSpelling:
 
     @property
     def label(self) -> str:
-        return "%d.%02d.%d" % self.version
+        return "{}.{:02d}.{}".format(*self.version)
 
     def gpu_bind(self, kind: str) -> str:
         """The srun option for a GPU binding *kind* such as ``"single:1"``, ``"closest"``, ``"map_gpu:0,1"``.
@@ -118,4 +119,5 @@ def spelling_for(version: Version | tuple[int, int]) -> SlurmSpelling:
     return SlurmSpelling(version=full, **fields)  # type: ignore[arg-type]
 
 
-__all__ = ["SlurmSpelling", "spelling_for", "parse_sbatch_version", "KNOWN_VERSIONS", "DEFAULT_VERSION", "Version", "as_version"]
+__all__ = ["SlurmSpelling", "spelling_for", "parse_sbatch_version", "KNOWN_VERSIONS", "DEFAULT_VERSION", "Version",
+           "as_version"]

@@ -4,6 +4,7 @@ ranges, GPUs under their NUMA node, NICs, the GPU link matrix and GPU groups by 
 
 from __future__ import annotations
 
+import functools
 import textwrap
 from typing import Any
 
@@ -12,6 +13,7 @@ from slurm_gpu.topology.binding_table import binding_table
 from slurm_gpu.topology.model import Nic, NumaNode, Topology
 
 WIDTH = 80
+_ranges = functools.lru_cache(maxsize=256)(format_cpulist)  # GPUs repeat their NUMA node's lists
 
 
 def _fit(text: str, width: int) -> str:
@@ -36,7 +38,7 @@ def _gpu_line(topo: Topology, index: int) -> str:
     if g.mig_capable:
         parts.append("MIG")
     cores = topo.gpu_cores(g.index)
-    parts.append(f"cores {format_cpulist(cores)}" if cores else "cores ?")
+    parts.append(f"cores {_ranges(cores)}" if cores else "cores ?")
     nics = [n.name for n in topo.nics if topo.link(f"GPU{g.index}", f"NIC{n.index}") in ("PIX", "PXB")]
     if nics:
         parts.append("NIC " + ",".join(nics))

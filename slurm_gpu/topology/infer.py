@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Guess the CPU layout of a node from a ``topo -m`` capture alone (no lscpu given).
+"""The CPU layout behind a ``topo -m`` capture: guessed from the capture alone (no lscpu given),
+or an lscpu checked against it (``check_against_lscpu``: output of another machine is refused).
 
 Sockets are derived from the **disjoint CPU sets** of the GPUs' ``CPU Affinity`` cells: affinity
 cells that share a cpu are merged, and each resulting disjoint set is taken as one socket. Cores are
@@ -17,12 +18,16 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from slurm_gpu.cpulist import format_cpulist
 from slurm_gpu.errors import TopologyError
 from slurm_gpu.topology.lscpu import CpuLayout
 from slurm_gpu.topology.model import NumaNode, Thread
+
+if TYPE_CHECKING:
+    from slurm_gpu.topology.nvidia_smi import SmiGpu, SmiTable
 
 
 def disjoint_sets(groups: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
@@ -111,3 +116,41 @@ def infer_cpu_layout(affinity: Sequence[tuple[tuple[int, ...] | None, int | None
         f"{'2 threads' if smt else '1 thread'} per core; pass --lscpu for exact sockets and cores"
     )
     return CpuLayout(threads, nodes, (), source=None, socket_assumption=assumption)
+
+
+def primary_numa(g: SmiGpu, layout_numa: Mapping[int, NumaNode]) -> int | None:
+    """The GPU's NUMA node: of a Grace-style list, the node with CPUs (the one holding the GPU's
+    cpus when several have CPUs); a single id as printed."""
+    ids = g.numa_nodes or ()
+    with_cpus = [i for i in ids if i in layout_numa and layout_numa[i].cpus]
+    if g.cpus and len(with_cpus) > 1:
+        mine = set(g.cpus)
+        with_cpus = [i for i in with_cpus if mine & set(layout_numa[i].cpus)] or with_cpus
+    return with_cpus[0] if with_cpus else g.numa_node
+
+
+def check_against_lscpu(table: SmiTable, layout: CpuLayout, source: str) -> None:
+    """An lscpu from another machine: one line naming both files and what disagrees."""
+    known = {t.os_id for t in layout.threads}
+    numa = {n.id: n for n in layout.numa_nodes}
+    lsrc = layout.source or "lscpu"
+    for g in table.gpus:
+        where = f"{source}:{g.line}"
+        if g.cpus is not None and not known.issuperset(g.cpus):
+            raise TopologyError(
+                f"{where}: GPU{g.index} CPU Affinity {format_cpulist(g.cpus)} is outside the node's cpus "
+                f"{format_cpulist(known)} ({lsrc}); the capture and the lscpu output are from different machines"
+            )
+        for k in g.numa_nodes or ():
+            if numa and k not in numa:
+                raise TopologyError(
+                    f"{where}: GPU{g.index} NUMA Affinity {k} is not a NUMA node of this node "
+                    f"(known: {format_cpulist(numa)} in {lsrc}); "
+                    "the capture and the lscpu output are from different machines"
+                )
+        k = primary_numa(g, numa)
+        if g.cpus and k in numa and numa[k].cpus and not set(g.cpus) & set(numa[k].cpus):
+            raise TopologyError(
+                f"{where}: GPU{g.index} CPU Affinity {format_cpulist(g.cpus)} has no cpu of its NUMA node {k}, "
+                f"which {lsrc} gives cpus {format_cpulist(numa[k].cpus)}; the two files are from different machines"
+            )

@@ -94,7 +94,8 @@ def load_topology_file(path: str | Path) -> Topology:
         except json.JSONDecodeError as e:
             raise TopologyError(f"{p}:{e.lineno}: bad JSON: {e.msg}") from None
         except RecursionError:
-            raise TopologyError(f"{p}: bad JSON: nested too deeply; expected `topo show --json --full` output") from None
+            raise TopologyError(
+                f"{p}: bad JSON: nested too deeply; expected `topo show --json --full` output") from None
         except ValueError as e:
             raise TopologyError(f"{p}: bad JSON: {_value_error(e)}") from None
         if not isinstance(data, dict):

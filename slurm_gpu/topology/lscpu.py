@@ -48,7 +48,7 @@ def _parse_parsable(lines: list[str], source: str) -> CpuLayout:
                 cols = [c.strip() for c in m.group(1).split(",")]
             continue
         cells = [c.strip() for c in line.split(",")]
-        row = dict(zip(cols, cells))
+        row = dict(zip(cols, cells, strict=False))  # a short row is reported just below
         if any(c not in row for c in ("CPU", "Core", "Socket") if c in cols) or "CPU" not in row:
             raise TopologyError(f"{source}:{lineno}: expected CSV columns {','.join(cols)}, got {line!r}")
         node_s = row.get("Node", "")

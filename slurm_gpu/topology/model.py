@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from slurm_gpu.errors import TopologyError
@@ -206,12 +207,13 @@ class Topology:
     def cpus_cores(self, os_ids: tuple[int, ...]) -> tuple[int, ...]:
         """Slurm abstract core ids holding any of these OS cpus (unknown ids are ignored)."""
         idx = self._index
-        got = idx.cores_of_cpus.get(os_ids)
-        if got is None:
-            core_of = idx.core_of
-            got = tuple(sorted({core_of[c] for c in os_ids if c in core_of}))
-            if len(idx.cores_of_cpus) < 4096:
-                idx.cores_of_cpus[os_ids] = got
+        hit = idx.cores_of_cpus.get(id(os_ids))  # by identity: GPUs share their affinity tuple
+        if hit is not None and hit[0] is os_ids:
+            return hit[1]
+        core_of = idx.core_of
+        got = tuple(sorted({core_of[c] for c in os_ids if c in core_of}))
+        if len(idx.cores_of_cpus) < 4096:
+            idx.cores_of_cpus[id(os_ids)] = (os_ids, got)
         return got
 
     def core_socket(self, core_id: int) -> int:
@@ -238,8 +240,16 @@ class Topology:
 
     def gpu_socket(self, index: int) -> int | None:
         """The socket holding the GPU's local cores, or None if unknown or spread over sockets."""
-        sockets = {self.core_socket(c) for c in self.gpu_cores(index)}
-        return sockets.pop() if len(sockets) == 1 else None
+        cores = self.gpu_cores(index)
+        memo = self._index.socket_of_cores
+        hit = memo.get(id(cores))
+        if hit is not None and hit[0] is cores:
+            return hit[1]
+        sockets = {self.core_socket(c) for c in cores}
+        answer = sockets.pop() if len(sockets) == 1 else None
+        if len(memo) < 4096:
+            memo[id(cores)] = (cores, answer)
+        return answer
 
     def link_object(self, a: str, b: str) -> Link | None:
         return self._index.links.get((a, b))
@@ -285,7 +295,9 @@ class _Index:
         self.core_cpus = {k: tuple(sorted(v)) for k, v in core_cpus.items()}
         self.socket_cores = {k: tuple(sorted(v)) for k, v in socket_cores.items()}
         self.socket_cpus = {k: tuple(sorted(v)) for k, v in socket_cpus.items()}
-        self.cores_of_cpus: dict[tuple[int, ...], tuple[int, ...]] = {}
+        # memos keyed by id() of a tuple they keep alive (hashing a 32768-cpu tuple is O(n))
+        self.cores_of_cpus: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        self.socket_of_cores: dict[int, tuple[tuple[int, ...], int | None]] = {}
 
 
 @dataclass(frozen=True)
@@ -344,7 +356,7 @@ def build_topology(
     gpus_t = tuple(sorted(gpus, key=lambda g: g.index))
     if len(gpus_t) > MAX_GPUS:
         raise TopologyError(f"{len(gpus_t)} GPUs; at most {MAX_GPUS} are supported per node")
-    for a, b in zip(gpus_t, gpus_t[1:]):
+    for a, b in pairwise(gpus_t):
         if a.index == b.index:
             raise TopologyError(f"GPU index {a.index} appears twice; each GPU needs its own index")
     all_ids = seen
@@ -360,7 +372,7 @@ def build_topology(
                 f"(0-{max(all_ids)}); the capture and the CPU listing disagree"
             )
     nodes = tuple(sorted(numa_nodes, key=lambda nn: nn.id))
-    for a, b in zip(nodes, nodes[1:]):
+    for a, b in pairwise(nodes):
         if a.id == b.id:
             raise TopologyError(f"NUMA node {a.id} appears twice")
     for node in nodes:

@@ -15,10 +15,9 @@ from typing import Any
 
 from slurm_gpu.errors import TopologyError
 from slurm_gpu.topology.model import (
-    _NV,
     MAX_CPUS,
     MAX_GPUS,
-    PCIE_RELATIONS,
+    RELATION,
     Cpu,
     Gpu,
     Link,
@@ -183,5 +182,5 @@ def _check_consistency(top: dict[str, Any], lists: dict[str, tuple[Any, ...]]) -
     for lk in lists["links"]:
         if not (_LABEL.fullmatch(lk.a) and _LABEL.fullmatch(lk.b)):
             raise TopologyError(f"topology JSON: links: devices must be GPU<n> or NIC<n>, got {clip(lk.a)}")
-        if not (_NV.match(lk.kind) or lk.kind in PCIE_RELATIONS):
+        if not RELATION.match(lk.kind) or lk.kind in ("X", "SOC"):
             raise TopologyError(f"topology JSON: links: unknown relation {clip(lk.kind)}")

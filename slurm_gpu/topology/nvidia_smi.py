@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from slurm_gpu.cpulist import format_cpulist
 from slurm_gpu.errors import TopologyError
-from slurm_gpu.topology.infer import infer_cpu_layout
+from slurm_gpu.topology.infer import check_against_lscpu, infer_cpu_layout, primary_numa
 from slurm_gpu.topology.lscpu import CpuLayout
 from slurm_gpu.topology.model import (
     MAX_CPUS,
@@ -165,7 +164,7 @@ def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> SmiTable
                 f"{where}: row {label} has {len(matrix)} matrix cells, the header names {len(devices)} devices "
                 "(truncated or misaligned row)"
             )
-        cells[label] = dict(zip(devices, matrix))
+        cells[label] = dict(zip(devices, matrix, strict=True))
         for d, v in cells[label].items():
             if not RELATION.match(v):
                 raise TopologyError(
@@ -181,7 +180,7 @@ def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> SmiTable
                     f"{where}: row {label} has {len(present)} values after the matrix, the header has "
                     f"{len(tail)} ({', '.join(tail) or 'none'})"
                 )
-            vals = dict(zip((_TAIL[t] for t in tail), present))
+            vals = dict(zip((_TAIL[t] for t in tail), present, strict=True))
             cpu_text = vals.get("cpu", "N/A")
             cpus = None
             if not _na(cpu_text):
@@ -305,44 +304,6 @@ def _nic_legend(lines: list[str]) -> dict[str, str]:
     return out
 
 
-def _primary_numa(g: SmiGpu, layout_numa: Mapping[int, NumaNode]) -> int | None:
-    """The GPU's NUMA node: of a Grace-style list, the node with CPUs (the one holding the GPU's
-    cpus when several have CPUs); a single id as printed."""
-    ids = g.numa_nodes or ()
-    with_cpus = [i for i in ids if i in layout_numa and layout_numa[i].cpus]
-    if g.cpus and len(with_cpus) > 1:
-        mine = set(g.cpus)
-        with_cpus = [i for i in with_cpus if mine & set(layout_numa[i].cpus)] or with_cpus
-    return with_cpus[0] if with_cpus else g.numa_node
-
-
-def _check_against_lscpu(table: SmiTable, layout: CpuLayout, source: str) -> None:
-    """An lscpu from another machine: one line naming both files and what disagrees."""
-    known = {t.os_id for t in layout.threads}
-    numa = {n.id: n for n in layout.numa_nodes}
-    lsrc = layout.source or "lscpu"
-    for g in table.gpus:
-        where = f"{source}:{g.line}"
-        if g.cpus is not None and not known.issuperset(g.cpus):
-            raise TopologyError(
-                f"{where}: GPU{g.index} CPU Affinity {format_cpulist(g.cpus)} is outside the node's cpus "
-                f"{format_cpulist(known)} ({lsrc}); the capture and the lscpu output are from different machines"
-            )
-        for k in g.numa_nodes or ():
-            if numa and k not in numa:
-                raise TopologyError(
-                    f"{where}: GPU{g.index} NUMA Affinity {k} is not a NUMA node of this node "
-                    f"(known: {format_cpulist(numa)} in {lsrc}); "
-                    "the capture and the lscpu output are from different machines"
-                )
-        k = _primary_numa(g, numa)
-        if g.cpus and k in numa and numa[k].cpus and not set(g.cpus) & set(numa[k].cpus):
-            raise TopologyError(
-                f"{where}: GPU{g.index} CPU Affinity {format_cpulist(g.cpus)} has no cpu of its NUMA node {k}, "
-                f"which {lsrc} gives cpus {format_cpulist(numa[k].cpus)}; the two files are from different machines"
-            )
-
-
 def topology_from_nvidia_smi(
     text: str,
     layout: CpuLayout | None = None,
@@ -361,10 +322,10 @@ def topology_from_nvidia_smi(
     if layout is None:
         layout = infer_cpu_layout([(g.cpus, g.numa_node) for g in table.gpus])
     else:
-        _check_against_lscpu(table, layout, source)
+        check_against_lscpu(table, layout, source)
     notes.extend(layout.notes)
     numa = {n.id: n for n in layout.numa_nodes}
-    primary = {g.index: _primary_numa(g, numa) for g in table.gpus}
+    primary = {g.index: primary_numa(g, numa) for g in table.gpus}
     for g in table.gpus:
         k = primary[g.index]
         if k is not None and k not in numa:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from slurm_gpu.adapters.slurm import SbatchCli, run_slurm
+from slurm_gpu.app.follow import follow_job
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
-from slurm_gpu.follow import follow_job
 from slurm_gpu.ports import JobWatch, SlurmClient
 
 

@@ -25,6 +25,9 @@ BIN = os.path.join(HERE, "bin")
 SCRIPTS = os.path.join(HERE, "scripts")
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
          "DEADLINE"}
+# run: runs to the end; hold: submitted with --hold, compared, cancelled; refuse: sbatch refuses it;
+# never: sbatch takes it but it can never start (pends=<Slurm's reason>): compared pending, cancelled
+MODES = ("run", "hold", "refuse", "never")
 COUNT_PREFIXES = ("batch", "python", "launch.", "worker.")
 SUMMARY_KEYS = ("nodes", "tasks", "cpus", "gpus", "gpu_request_type", "mem_mb", "array", "time", "state",
                 "exit")
@@ -58,8 +61,10 @@ def load_corpus(directory: str = SCRIPTS) -> list[Script]:
         if "expect" not in meta:
             raise ValueError(f"{path}: no '# fidelity-expect:' line")
         expect = dict(kv.split("=", 1) for kv in meta["expect"].split())
-        if expect.get("mode") not in ("run", "hold", "refuse"):
-            raise ValueError(f"{path}: mode must be run, hold or refuse")
+        if expect.get("mode") not in MODES:
+            raise ValueError(f"{path}: mode must be one of {', '.join(MODES)}")
+        if (expect["mode"] == "never") != ("pends" in expect):
+            raise ValueError(f"{path}: mode=never and pends=<Slurm's reason> go together")
         out.append(Script(fname[:-3], path, hashlib.sha256(data).hexdigest(), expect,
                           tuple(shlex.split(meta.get("argv", ""))), tuple(shlex.split(meta.get("args", ""))),
                           tuple(tuple(kv.split("=", 1)) for kv in shlex.split(meta.get("env", "")))))
@@ -179,6 +184,8 @@ class Runner:
         s = case.script
         exe = "sbatch" if tool == "sbatch" else self.gpusub
         argv = [*(["--hold"] if s.mode == "hold" else []), *s.argv, s.name + ".sh", *s.args]
+        if tool == "gpusub":  # FIDELITY_GPUSUB_OPTS: only for a negative control, e.g. --launch per-gpu
+            argv = [*shlex.split(os.environ.get("FIDELITY_GPUSUB_OPTS", "")), *argv]
         env = [f"{k}={v}" for k, v in self.env(case).items()]
         side = Side(tool, [tool, *argv])
         try:
@@ -191,8 +198,8 @@ class Runner:
         m = re.search(r"(\d+)(?:;\S+)?\s*$", r.stdout)
         if r.returncode == 0 and m:
             side.job = m.group(1)
-        if side.job and s.mode == "hold":
-            self.collect(side)
+        if side.job and s.mode in ("hold", "never"):
+            self.collect(side, settle=s.expect.get("pends"))
             self.scancel(side.job)
         return side
 
@@ -209,11 +216,19 @@ class Runner:
     def scancel(self, job: str) -> None:
         subprocess.run(["scancel", job], env=self.lab.env(), capture_output=True, timeout=20)
 
-    def collect(self, side: Side) -> None:
-        r = subprocess.run(["scontrol", "-d", "-o", "show", "job", side.job], env=self.lab.env(),
-                           capture_output=True, text=True, timeout=20)
-        side.records = sorted((summarize(x) for x in r.stdout.splitlines() if x.strip()),
-                              key=lambda rec: str(rec["array"]))
+    def collect(self, side: Side, settle: str | None = None) -> None:
+        """Slurm's record of the job; with ``settle``, once it pends for that reason (the scheduler's first
+        reasons, such as PartitionConfig, are provisional), or after 20 s."""
+        deadline = time.monotonic() + 20
+        while True:
+            r = subprocess.run(["scontrol", "-d", "-o", "show", "job", side.job], env=self.lab.env(),
+                               capture_output=True, text=True, timeout=20)
+            side.records = sorted((summarize(x) for x in r.stdout.splitlines() if x.strip()),
+                                  key=lambda rec: str(rec["array"]))
+            unsettled = [x for x in side.records if x["state"] == "PENDING" and x["reason"] != settle]
+            if not settle or not unsettled or time.monotonic() > deadline:
+                return
+            time.sleep(1)
 
     def states(self, jobs: list[str]) -> dict[str, str] | None:
         """job -> "STATE (reason)" of its unfinished parts, "" when finished; None if squeue failed."""

@@ -22,14 +22,14 @@ CORPUS = harness.load_corpus()
 
 def test_corpus_is_large_and_well_formed():
     assert len(CORPUS) >= 60
-    assert {s.mode for s in CORPUS} == {"run", "hold", "refuse"}
+    assert {s.mode for s in CORPUS} == set(harness.MODES)
     for s in CORPUS:
         with open(s.path) as fh:
             text = fh.read()
         assert text.startswith(("#!/bin/bash\n", "#!/usr/bin/env bash\n")), s.name  # BASH_ENV needs bash
         assert "# SPDX-License-Identifier: Apache-2.0" in text, s.name
         keys = set(s.expect) - {"mode"}
-        assert keys <= {"batch", "python", "gpus", "nodes", "tasks", "cpus", "mem", "array"} | {
+        assert keys <= {"batch", "python", "gpus", "nodes", "tasks", "cpus", "mem", "array", "pends"} | {
             k for k in keys if k.startswith(("launch.", "worker."))}, s.name
         if s.mode == "run":
             assert int(s.expect["batch"]) >= 1, s.name

@@ -5,7 +5,9 @@ Every script of tests/fidelity/scripts is submitted as the lab user twice, ``sba
 SCRIPT``, with the same command line and the same environment (the stand-in launchers of
 tests/fidelity/bin first on PATH, BASH_ENV counting runs of the script itself). Scripts marked ``hold`` are
 submitted with ``--hold``, compared, and cancelled; ``run`` scripts run to the end; ``refuse`` scripts must
-be refused by both.
+be refused by both; ``never`` scripts are taken by sbatch but can never start (a QOS or partition limit,
+``pends=<Slurm's reason>``): gpusub may refuse them (the policy says why at once) or take them, and then
+its job must be the same and wait for the same reason.
 
 Two tests per script:
 - ``test_sbatch_matches_manifest``: sbatch's own outcome against the hand-written ``# fidelity-expect:`` line
@@ -94,6 +96,10 @@ def test_sbatch_matches_manifest(results, script):
                            ("mem", "mem_mb")):
             if key in exp and str(rec[field]) != exp[key]:
                 problems.append(f"{key}: sbatch's job has {rec[field]}, manifest {exp[key]}")
+    if script.mode == "never":
+        reasons = {str(r["reason"]) for r in sb.records}
+        if reasons != {exp["pends"]}:
+            problems.append(f"sbatch's job pends for {reasons}, manifest {exp['pends']}")
     if script.mode == "run":
         assert not sb.unfinished, f"sbatch's job did not finish in time\n{report}"
         states = {str(r["state"]) for r in sb.records}
@@ -110,15 +116,21 @@ def test_gpusub_matches_sbatch(results, script):
     case = results[script.name]
     sb, gs = case.sides["sbatch"], case.sides["gpusub"]
     report = _report(case)
+    if script.mode == "never" and sb.rc == 0 and gs.rc != 0:
+        print(f"gpusub refused a job that could never start under sbatch (agreement)\n{report}")
+        return
+    if script.mode == "hold" and script.expect.get("exists") == "no" and sb.rc == 0 and gs.rc != 0:
+        # more than the cluster has: sbatch refuses it unheld and takes it only held (22.05 skips the
+        # node check for a held job); the policy's refusal, with its reason, is the same verdict
+        assert "rejected by policy" in gs.err, report
+        print(f"gpusub refused a held job the cluster can never run (agreement)\n{report}")
+        return
     if sb.rc != 0 or gs.rc != 0:
         print(report)
         assert (sb.rc != 0) == (gs.rc != 0), f"only one of them refused the script\n{report}"
         return
     assert gs.job, f"gpusub exited 0 but printed no job id\n{report}"
     problems = []
-    sb_said, gs_said = (side.out.replace(side.job, "<ID>") for side in (sb, gs))
-    if sb_said != gs_said:  # scripts parse it: jobid=$(sbatch job.sh | awk '{print $4}')
-        problems.append(f"what they print: sbatch {sb_said!r}, gpusub {gs_said!r}")
     sb_tasks, gs_tasks = sb.by_task(), gs.by_task()
     if sorted(sb_tasks) != sorted(gs_tasks):
         problems.append(f"array task ids: sbatch {sorted(sb_tasks)}, gpusub {sorted(gs_tasks)}")
@@ -135,6 +147,8 @@ def test_gpusub_matches_sbatch(results, script):
                 continue
             if want[key] != got[key]:
                 problems.append(f"task {task}: {key}: sbatch {want[key]!r}, gpusub {got[key]!r}")
+        if script.mode == "never" and want["reason"] != got["reason"]:
+            problems.append(f"task {task}: pends for {got['reason']!r}, sbatch's job for {want['reason']!r}")
         if want["gpu_request_type"] is not None and want["gpu_types"] != got["gpu_types"]:
             problems.append(f"task {task}: GPU TRES: sbatch {want['gpu_types']}, gpusub {got['gpu_types']}")
         elif len(got["gpu_types"]) > 1:
@@ -148,3 +162,20 @@ def test_gpusub_matches_sbatch(results, script):
     if problems:
         tail = harness.output_tail(gs)
         pytest.fail("\n".join(problems) + "\n" + report + (f"\n  gpusub job output:\n{tail}" if tail else ""))
+
+
+def test_gpusub_prints_what_sbatch_prints(results):
+    """Scripts and pipelines parse sbatch's answer (``jobid=$(sbatch job.sh | awk '{print $4}')``): for every
+    accepted script, gpusub's standard output must be sbatch's with the other job id."""
+    differ, compared = {}, 0
+    for name, case in sorted(results.items()):
+        sb, gs = case.sides["sbatch"], case.sides["gpusub"]
+        if sb.job and gs.job:
+            compared += 1
+            said = sb.out.replace(sb.job, "<ID>"), gs.out.replace(gs.job, "<ID>")
+            if said[0] != said[1]:
+                differ[name] = said
+    if not compared:
+        pytest.skip("no script was accepted by both")
+    assert not differ, f"{len(differ)} of {compared} scripts: (sbatch, gpusub) printed " + "; ".join(
+        f"{n}: {a!r} vs {b!r}" for n, (a, b) in list(differ.items())[:5])

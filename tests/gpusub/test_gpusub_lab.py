@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from slurm_gpu.locality import check_job, parse_gres_conf, parse_job_detail
+from slurm_gpu.placement.locality import check_job, parse_gres_conf, parse_job_detail
 
 pytestmark = pytest.mark.slurm
 
@@ -101,7 +101,8 @@ def test_plain_sbatch_fails_the_rule(slurm_lab):
 
 
 PROBE = r"""#!/bin/bash
-echo "task=$SLURM_LOCALID rank=$LOCAL_RANK cvd=$CUDA_VISIBLE_DEVICES gpus=${SLURM_STEP_GPUS:-$SLURM_JOB_GPUS} bind=$SLURM_CPU_BIND dist=$SLURM_DISTRIBUTION omp=$OMP_NUM_THREADS"
+echo "task=$SLURM_LOCALID rank=$LOCAL_RANK cvd=$CUDA_VISIBLE_DEVICES" \
+  "gpus=${SLURM_STEP_GPUS:-$SLURM_JOB_GPUS} bind=$SLURM_CPU_BIND dist=$SLURM_DISTRIBUTION omp=$OMP_NUM_THREADS"
 """
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from slurm_gpu.locality import check_job, parse_gres_conf, parse_job_detail
+from slurm_gpu.placement.locality import check_job, parse_gres_conf, parse_job_detail
 
 GRES_CONF = """\
 AutoDetect=off

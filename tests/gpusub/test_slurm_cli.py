@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from slurm_gpu.adapters.slurm import SbatchCli
-from slurm_gpu.slurm.records import one_line, parse_kv_line, parse_test_only
 from slurm_gpu.errors import SlurmUnreachable
+from slurm_gpu.slurm.records import one_line, parse_kv_line, parse_test_only
 
 
 def test_test_only_answer_22_05():
@@ -49,7 +49,7 @@ def test_version_detection_needs_no_controller_and_is_cached(tmp_path):
     version = SbatchCli(env=env, cache_dir=str(tmp_path)).version()
     assert version[0] >= 22
     cache = (tmp_path / "sbatch-version").read_text()
-    assert cache.splitlines()[1].endswith("%d.%02d.%d" % version)
+    assert cache.splitlines()[1].endswith("{}.{:02d}.{}".format(*version))
     # the cached answer is used while the binary's path+mtime match
     (tmp_path / "sbatch-version").write_text(cache.splitlines()[0] + "\nslurm 99.01.0\n")
     assert SbatchCli(env=env, cache_dir=str(tmp_path)).version() == (99, 1, 0)

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from slurm_gpu.emit.slurm_conf import slurm_time
 from slurm_gpu.lab.config import (
     LabPaths,
     LabRuntime,
@@ -18,7 +19,6 @@ from slurm_gpu.lab.config import (
     slurmdbd_conf,
     version_text,
 )
-from slurm_gpu.emit.slurm_conf import slurm_time
 from slurm_gpu.lab.spec import LabHooks, LabNode, LabQos, LabSpec
 from slurm_gpu.policy.model import Partition
 

@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from slurm_gpu.cpulist import parse_cpulist
-from slurm_gpu.locality import parse_gres_conf, parse_job_detail
+from slurm_gpu.placement.locality import parse_gres_conf, parse_job_detail
 from slurm_gpu.placement.pinning import plan_node_pins
 from slurm_gpu.topology.model import Gpu, NumaNode, Thread, build_topology
 
@@ -65,7 +65,7 @@ def test_worker_masks_split_the_real_allocation(slurm_lab, h100, argv):
     assert set().union(*masks) == set(alloc.cpu_ids)
     assert sum(map(len, masks)) == len(alloc.cpu_ids), "workers share cpus"
     job_local = set().union(*(cores[g] for g in gpus)) & alloc.cpu_ids
-    for w, mask in zip(node.workers, masks):
+    for w, mask in zip(node.workers, masks, strict=True):
         mine = cores[w.gpu_id] & alloc.cpu_ids
         peers = sum(1 for v in node.workers if cores[v.gpu_id] == cores[w.gpu_id])
         if len(mine) >= peers:  # enough local cores for every worker of this GPU group

@@ -99,3 +99,24 @@ def test_per_gpu_launch_is_opt_in():
     opted = plan_binding(request, decision, S2205, [H100], launch="per-gpu")
     assert default.launch == "batch" and "--ntasks=8" not in default.sbatch_options
     assert opted.launch == "per-gpu" and "--ntasks=8" in opted.sbatch_options
+
+
+def test_uneven_tasks_over_sockets_warns():
+    p = plan(gpus_per_node=8, ntasks_per_node=3, cpus_per_task=2)
+    assert any("do not split evenly over the 2 sockets" in w for w in p.warnings)
+
+
+def test_gpus_not_filling_nodes_warns():
+    p = plan(gpus=12)
+    assert any("do not fill whole nodes of 8" in w for w in p.warnings)
+
+
+@pytest.mark.parametrize("constraint,warned", [
+    ("a100", True), ("h100", False), ("h100&mig", False), ("h100&ib", True), ("[rack1*2|rack2*2]", False),
+    ("[rackX*2|rackY*2]", True), ("mig|ib", False),
+])
+def test_constraint_no_node_has(constraint, warned):
+    from slurm_gpu.placement.plan import constraint_warnings
+
+    got = constraint_warnings(constraint, [("h100x8", ("h100", "mig", "rack1"))], "h100")
+    assert bool(got) == warned, got

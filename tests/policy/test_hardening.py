@@ -34,7 +34,8 @@ def check(path: str) -> tuple[int, str, str]:
     """Run ``slurm-gpu policy check --no-live PATH`` bounded in time and memory."""
     code = "from slurm_gpu.cli.main import main; main()"
     r = subprocess.run([sys.executable, "-c", code, "policy", "check", "--no-live", path], capture_output=True,
-                       text=True, timeout=TIMEOUT_S, preexec_fn=_limits, env={**os.environ, "SLURM_CONF": "/nonexistent"})
+                       text=True, timeout=TIMEOUT_S, preexec_fn=_limits,
+                       env={**os.environ, "SLURM_CONF": "/nonexistent"})
     return r.returncode, r.stdout, r.stderr
 
 
@@ -94,7 +95,7 @@ def test_fifo_device_and_directory(tmp_path) -> None:
 def test_includes_stay_under_the_policy_dir(tmp_path) -> None:
     other = tmp_path / "elsewhere"
     write(other, "hw.yaml", "version: 1\ngpu_types: [{name: a100, memory_gb: 40}]\n")
-    top = write(tmp_path / "site", "p.yaml", VALID + f"include: [../elsewhere/hw.yaml]\n")
+    top = write(tmp_path / "site", "p.yaml", VALID + "include: [../elsewhere/hw.yaml]\n")
     line = one_error(top)
     assert "include: found '../elsewhere/hw.yaml', outside" in line
     allowed = write(tmp_path / "site", "q.yaml", VALID + f"include_dirs: [{other}]\ninclude: [../elsewhere/hw.yaml]\n")

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slurm
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 POLICY = os.path.join(ROOT, "examples", "policies", "university.yaml")
-SCRIPT = os.path.join(ROOT, "examples", "jobs", "hello-gpu.sh")
+SCRIPT = os.path.join(ROOT, "tests", "policy", "data", "plain-job.sh")  # no #SBATCH lines of its own
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +63,15 @@ def test_explain_agrees_with_slurm(lab_env, opts) -> None:
         fields = dict(kv.split("=", 1) for kv in show.split() if "=" in kv)
         assert fields["Partition"] == decision["partition"]
         assert fields["QOS"] == decision["qos"]
-        # Slurm 22.05 spells TresPerNode "gres:gpu:h100:2", 23.11+ "gres/gpu:h100:2"
-        assert re.sub(r"^gres[:/]", "", fields["TresPerNode"]) == decision["gres"]
+        # The user's own GPU form is kept (per job for --gpus, per node for --gres), typed by the policy.
+        # Slurm 22.05 spells it "gres:gpu:h100:2", 23.11+ "gres/gpu:h100:2".
         gtype = decision["gres"].split(":")[1]
-        assert "TresPerJob" not in fields or f"gpu:{gtype}:" in fields["TresPerJob"]
+        per_job = any(o.startswith("--gpus=") for o in opts)
+        field = "TresPerJob" if per_job else "TresPerNode"
+        wanted = next(o.split("=", 1)[1] for o in opts if o.startswith(("--gpus=", "--gres=")))
+        count = wanted.rsplit(":", 1)[-1]
+        assert re.sub(r"^gres[:/]", "", fields[field]) == f"gpu:{gtype}:{count}", fields[field]
+        assert ("TresPerNode" if per_job else "TresPerJob") not in fields
     finally:
         subprocess.run(["scancel", job_id], env=lab_env, timeout=30)
 

@@ -8,22 +8,22 @@ import sys
 
 import pytest
 
+from slurm_gpu.app.templates import default_template_dir
 from slurm_gpu.placement.plan import BindingPlan
 from slurm_gpu.render.script import (
     Payload,
-    payload_of,
-    RenderError,
     RenderedScript,
+    RenderError,
     comment_text,
-    default_template_dir,
     directive_quote,
     effective_options,
+    payload_of,
     render_script,
 )
 from slurm_gpu.request import Decision
+from slurm_gpu.slurm.release import spelling_for
 from slurm_gpu.slurm.sbatch.directives import split_directive
 from slurm_gpu.slurm.sbatch.parse import parse_submission
-from slurm_gpu.slurm.release import spelling_for
 
 S2205, S2311 = spelling_for((22, 5, 8)), spelling_for((23, 11, 10))
 PL = Payload("#!/bin/sh\ntrue\n", "x.sh")

@@ -7,6 +7,7 @@ Slurm's own record of both jobs (``scontrol show job -o``) must agree field by f
 import importlib.util
 import os
 import re
+import shlex
 import sys
 
 import pytest
@@ -77,14 +78,14 @@ def test_same_job_as_sbatch(lab, case):
 
         plain_id, plain_err = submit(lab, [*argv, "plain/job.sh", *case.args], work, case.env)
         sub = parse_submission([*argv, "job.sh", *case.args], case.env, "#!/bin/bash\n" + header + body,
-                               version=tuple(lab.version[:2]))
+                               version=lab.version)
         ours_id, ours_err = submit(lab, [*to_argv(sub.options), "ours/job.sh", *sub.script_args], work, {})
         jobs += [j for j in (plain_id, ours_id) if j]
         assert plain_id is not None, f"the case itself is refused by sbatch: {plain_err}"
         assert ours_id is not None, f"sbatch refused the parsed options {to_argv(sub.options)}: {ours_err}"
         ours, plain = show(lab, ours_id), show(lab, plain_id)
         assert len(ours) == len(plain)
-        for got, want in zip(ours, plain):
+        for got, want in zip(ours, plain, strict=True):
             diff = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
             assert not diff, f"fields that differ (ours, sbatch): {diff}"
     finally:
@@ -95,7 +96,7 @@ def test_same_job_as_sbatch(lab, case):
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_rendered_script_gives_the_same_job(lab, case):
     """The rendered batch script (its #SBATCH lines + sbatch_argv) makes the same job as plain sbatch."""
-    from slurm_gpu.render.script import render_script
+    from slurm_gpu.render.script import Payload, render_script
     from slurm_gpu.slurm.release import spelling_for
 
     if case.needs_job:
@@ -106,8 +107,8 @@ def test_rendered_script_gives_the_same_job(lab, case):
     try:
         body = "srun hostname\n"
         script = "#!/bin/bash\n" + case.header + body
-        sub = parse_submission([*case.argv, "job.sh", *case.args], case.env, script, version=tuple(lab.version[:2]))
-        rendered = render_script(sub, None, None, spelling_for(lab.version), os.path.join(work, "payload"))
+        sub = parse_submission([*case.argv, "job.sh", *case.args], case.env, script, version=lab.version)
+        rendered = render_script(sub, None, None, spelling_for(lab.version), Payload(script, "job.sh"))
         for sub_dir, text in (("plain", script), ("ours", rendered.text)):
             os.makedirs(os.path.join(work, sub_dir))
             with open(os.path.join(work, sub_dir, "job.sh"), "w") as fh:
@@ -118,7 +119,7 @@ def test_rendered_script_gives_the_same_job(lab, case):
         assert plain_id is not None, plain_err
         assert ours_id is not None, ours_err
         ours, plain = show(lab, ours_id), show(lab, plain_id)
-        for got, want in zip(ours, plain):
+        for got, want in zip(ours, plain, strict=True):
             diff = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
             assert not diff, f"fields that differ (rendered, sbatch): {diff}"
     finally:
@@ -133,12 +134,12 @@ HOSTILE = ["it's", 'say "hi"', "$(touch /tmp/pwned)", "`id`", "a;b", "x # y", "b
 @pytest.mark.parametrize("value", HOSTILE)
 def test_hostile_directive_values_reach_slurm_intact(lab, value):
     """Job name and comment survive sbatch's #SBATCH lexer exactly (scontrol shows what the user gave)."""
-    from slurm_gpu.render.script import render_script
+    from slurm_gpu.render.script import Payload, render_script
     from slurm_gpu.slurm.release import spelling_for
 
     work = lab.workdir("render-hostile")
     sub = parse_submission(["-J", value, "--comment", value, "job.sh"], {}, None)
-    rendered = render_script(sub, None, None, spelling_for(lab.version), os.path.join(work, "payload"))
+    rendered = render_script(sub, None, None, spelling_for(lab.version), Payload("#!/bin/bash\ntrue\n", "job.sh"))
     path = os.path.join(work, "job.sh")
     with open(path, "w") as fh:
         fh.write(rendered.text)
@@ -153,19 +154,18 @@ def test_hostile_directive_values_reach_slurm_intact(lab, value):
         lab.cancel(job_id)
 
 
-@pytest.mark.parametrize("launch", ["batch", "srun"])
+@pytest.mark.parametrize("launch", ["batch", "per-gpu"])
 def test_payload_gets_the_exact_argv_in_a_real_job(lab, launch):
-    """A rendered job runs in Slurm; its payload (the user's unchanged script) writes its argv."""
+    """A rendered job runs in Slurm; its payload (the user's unchanged script, carried inside the job)
+    writes its argv."""
     from slurm_gpu.placement.plan import BindingPlan
-    from slurm_gpu.render.script import render_script
+    from slurm_gpu.render.script import Payload, render_script
     from slurm_gpu.slurm.release import spelling_for
 
     work = lab.workdir("render-run")
     args = ["a b", "$(touch pwned)", "`id`", "it's", 'q"', "-n", "", "日本", "x;y", "\\", "\n"]
-    payload = os.path.join(work, "payload")
-    with open(payload, "w") as fh:
-        fh.write('#!/bin/bash\nprintf "%s\\0" "$@" > "$(dirname "$0")/argv.out"\n')
-    os.chmod(payload, 0o755)
+    payload = Payload('#!/bin/bash\nprintf "%s\\0" "$@" > ' + shlex.quote(os.path.join(work, "argv.out")) + "\n",
+                      "payload")
     sub = parse_submission(["-J", "argv-check", "-t", "2", "-o", os.path.join(work, "slurm.out"), "job.sh", *args],
                            {}, None)
     plan = BindingPlan(sbatch_options=("--ntasks=1",), srun_options=("--cpu-bind=cores",), env=(("X", "1"),),
@@ -233,7 +233,7 @@ def test_refused_by_both(lab, name):
         return
     assert job_id is None, f"sbatch accepted case {name}"
     with pytest.raises(OptionError):
-        parse_submission([*argv, "job.sh"], {}, script, version=tuple(lab.version[:2]))
+        parse_submission([*argv, "job.sh"], {}, script, version=lab.version)
 
 
 def test_table_matches_the_real_sbatch(lab):

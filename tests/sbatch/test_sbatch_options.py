@@ -4,13 +4,16 @@
 Expected values are written from sbatch(1), getopt_long(3) and src/sbatch/opt.c, not from the code.
 """
 
+import dataclasses
 import gzip
+import itertools
 import os
 import re
 
 import pytest
 
 from slurm_gpu.errors import SlurmGpuError
+from slurm_gpu.slurm.sbatch.directives import split_directive
 from slurm_gpu.slurm.sbatch.parse import (
     OptionError,
     Submission,
@@ -18,9 +21,8 @@ from slurm_gpu.slurm.sbatch.parse import (
     sbatch_input_env,
     to_argv,
 )
-from slurm_gpu.slurm.sbatch.directives import split_directive
-from slurm_gpu.slurm.sbatch.to_request import to_job_request
 from slurm_gpu.slurm.sbatch.table import BY_ENV, BY_NAME, BY_SHORT, GPUSUB_OPTIONS, SBATCH_OPTIONS
+from slurm_gpu.slurm.sbatch.to_request import to_job_request
 
 
 def P(argv, env=None, script=None, **kw):
@@ -37,7 +39,7 @@ def test_table_covers_installed_man_page():
     text = gzip.open(MAN, "rt", errors="replace").read()
     lines = text.split("\n")
     documented = {}
-    for prev, line in zip(lines, lines[1:]):
+    for prev, line in itertools.pairwise(lines):
         if prev.startswith(".TP") and "\\-\\-" in line:
             clean = line.replace("\\fB", "").replace("\\fR", "").replace("\\fI", "").replace("\\-", "-")
             short = re.match(r"^-([A-Za-z]),", clean)
@@ -421,7 +423,7 @@ def test_to_job_request_fields():
 def test_submission_is_frozen():
     s = P(["x"])
     assert isinstance(s, Submission)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         s.script_path = "y"
 
 

@@ -5,7 +5,6 @@ import pytest
 
 from slurm_gpu.slurm.sbatch import values as sv
 
-
 # Time, memory and parameter counts have one grammar, slurm_gpu.units (tested there); the option
 # parser uses it: tests/sbatch/test_spellings.py checks the wiring (-t UNLIMITED is no limit).
 

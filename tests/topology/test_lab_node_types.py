@@ -130,7 +130,7 @@ def test_real_slurmd_accepts_generated_gres_conf(h100, a100, tmp_path, links):
         assert all(f"Type={gtype}" in ln for ln in gres_lines)
         got_cores = [ln.split("Cores=")[1].split()[0] for ln in gres_lines]
         counts = [int(ln.split("Count=")[1].split()[0]) for ln in gres_lines]
-        assert [c for c, n in zip(got_cores, counts) for _ in range(n)] == cores
+        assert [c for c, n in zip(got_cores, counts, strict=True) for _ in range(n)] == cores
         if links:
             assert all("Links=" in ln for ln in gres_lines), text
 

@@ -9,7 +9,7 @@ every answer is read by :mod:`slurm_gpu.slurm.records`; every failure is one lin
 from __future__ import annotations
 
 import os
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from slurm_gpu.adapters.slurm.runner import DEFAULT_TIMEOUT_S, failure, run_slurm
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
@@ -68,37 +68,61 @@ class SbatchCli:
         return self._version
 
     def _cached_version(self) -> Version:
+        text = self._probe("--version", "sbatch-version", with_site_conf=False)
+        return parse_sbatch_version(text)
+
+    def help_text(self) -> str:
+        """``sbatch --help`` (its "Options provided by plugins:" section lists the site's SPANK options),
+        cached like the version. It reads the site's slurm.conf (plugstack.conf sits beside it) but needs
+        no reachable controller."""
+        return self._probe("--help", "sbatch-help", with_site_conf=True)
+
+    def _probe(self, flag: str, name: str, with_site_conf: bool) -> str:
+        """``sbatch FLAG``'s output, cached on disk by the binary's path and mtime (and the site's
+        slurm.conf for ``with_site_conf``). A cache that cannot be read or written costs one run of
+        sbatch, never an error."""
         import shutil
+        import tempfile
 
         path = shutil.which(self.sbatch, path=self.env.get("PATH"))
         if path is None:
             raise SubmitError(f"{self.sbatch}: command not found; install the Slurm client (Debian: slurm-client)")
         real = os.path.realpath(path)
         key = f"{real}:{os.stat(real).st_mtime_ns}"
+        if with_site_conf:
+            conf = self.env.get("SLURM_CONF", "/etc/slurm/slurm.conf")
+            try:
+                key += f":{conf}:{os.stat(conf).st_mtime_ns}"
+            except OSError:
+                key += f":{conf}:-"
         cache_dir = self.cache_dir or os.path.join(
             self.env.get("XDG_CACHE_HOME") or os.path.join(self.env.get("HOME") or "/tmp", ".cache"), "slurm-gpu")
-        cache_file = os.path.join(cache_dir, "sbatch-version")
+        cache_file = os.path.join(cache_dir, name)
         try:
             with open(cache_file, encoding="utf-8") as fh:
-                cached_key, _, text = fh.read().partition("\n")
+                cached_key, _, text = fh.read(1 << 20).partition("\n")
             if cached_key == key:
-                return parse_sbatch_version(text)
+                return text
         except (OSError, ValueError):
             pass
-        os.makedirs(cache_dir, exist_ok=True)
-        conf = os.path.join(cache_dir, "version-probe.conf")
-        if not os.path.exists(conf):
-            with open(conf, "w", encoding="utf-8") as fh:
-                fh.write("ClusterName=probe\nSlurmctldHost=localhost\n")
-        rc, out, err = self._run([real, "--version"], env=dict(self.env, SLURM_CONF=conf))
+        with tempfile.TemporaryDirectory(prefix="gpusub-probe.") as tmp:
+            env = dict(self.env)
+            if not with_site_conf:  # --version needs no cluster: a throw-away minimal slurm.conf
+                env["SLURM_CONF"] = os.path.join(tmp, "slurm.conf")
+                with open(env["SLURM_CONF"], "w", encoding="utf-8") as fh:
+                    fh.write("ClusterName=probe\nSlurmctldHost=localhost\n")
+            rc, out, err = self._run([real, flag], env=env)
         if rc != 0:
-            raise self._fail("sbatch --version", err)
-        version = parse_sbatch_version(out)
-        tmp = f"{cache_file}.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(f"{key}\n{out.strip()}\n")
-        os.replace(tmp, cache_file)
-        return version
+            raise self._fail(f"sbatch {flag}", err)
+        try:
+            os.makedirs(cache_dir, exist_ok=True)
+            part = f"{cache_file}.{os.getpid()}"
+            with open(part, "w", encoding="utf-8") as fh:
+                fh.write(f"{key}\n{out}")
+            os.replace(part, cache_file)
+        except OSError:
+            pass  # a read-only or missing home: no cache, same answer
+        return out
 
     # -- submission -----------------------------------------------------------------------------
     def submit_env(self) -> dict[str, str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
 from slurm_gpu.slurm.records import one_line

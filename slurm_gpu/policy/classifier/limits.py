@@ -14,6 +14,12 @@ def time_limit(st: State, part: Partition) -> None:
     limits = [(v, n) for v, n in ((part.max_time_min, f"partition {part.name}"),
                                   (q.max_wall_min if q else None, f"QOS {st.qos}")) if v is not None]
     t = r.time_limit_min
+    if getattr(r, "time_unlimited", False):  # -t UNLIMITED / INFINITE / 0: no limit of the job's own
+        for v, n in limits:
+            raise st.reject("too_long", f"ask for --time={format_time_minutes(v)} or less",
+                            time="UNLIMITED", limit=format_time_minutes(v), limit_name=n)
+        st.reasons.append("time UNLIMITED: no partition or QOS limit")
+        return
     if t is None:
         t = part.default_time_min
         for v, n in limits:
@@ -33,16 +39,16 @@ def time_limit(st: State, part: Partition) -> None:
 def defaults(st: State, c: JobClass, part: Partition) -> None:
     r, d = st.request, st.policy.defaults
     if st.gpus and st.fraction is None:
+        # Memory and CPUs per GPU are the partition's DefMemPerGPU/DefCpuPerGPU (`slurm-gpu admin emit`
+        # writes them from these defaults), so that plain sbatch and gpusub jobs get the same resources:
+        # gpusub adds no resource amount of its own.
         if d.mem_per_gpu_mb and r.mem_mb is None and r.mem_per_gpu_mb is None and r.mem_per_cpu_mb is None:
-            mb = d.mem_per_gpu_mb
-            st.add(f"--mem-per-gpu={mb // 1024}G" if mb % 1024 == 0 else f"--mem-per-gpu={mb}M")
+            st.reasons.append(f"memory per GPU: {d.mem_per_gpu_mb} MB, the partition's DefMemPerGPU (policy default)")
         if isinstance(d.cpus_per_gpu, int) and r.cpus_per_task is None and r.cpus_per_gpu is None:
-            # Not added as --cpus-per-gpu: the binding planner turns it into --cpus-per-task with
-            # --ntasks-per-socket, and slurmctld (22.05) finds no node for --cpus-per-gpu next to that.
-            st.reasons.append(f"CPUs per GPU: {d.cpus_per_gpu} (policy default, capped by the local cores; "
-                              "binding planner)")
-        elif d.cpus_per_gpu == "topology":
-            st.reasons.append("CPUs per GPU: from the node topology (binding planner)")
+            st.reasons.append(f"CPUs per GPU: {d.cpus_per_gpu}, the partition's DefCpuPerGPU (policy default)")
+        elif d.cpus_per_gpu == "topology" and r.cpus_per_task is None and r.cpus_per_gpu is None:
+            st.reasons.append("CPUs per GPU: the cores local to each GPU, the partition's DefCpuPerGPU (policy "
+                              "default cpus_per_gpu: topology)")
     for opt in c.options:
         st.add(opt)
     if c.checkpoint_required:

@@ -218,7 +218,8 @@ def _unknown(arg: str, name: str, version: Version | None, spank: tuple[SbatchOp
     if cli:
         names += [o.name for o in GPUSUB_OPTIONS]
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
-    hint = f"; did you mean --{close[0]}?" if close else " (not an sbatch option, nor a plugin option sbatch --help lists)"
+    hint = (f"; did you mean --{close[0]}?" if close
+            else " (not an sbatch option, nor a plugin option sbatch --help lists)")
     return f"unrecognized option {arg!r}{hint}"
 
 

@@ -23,7 +23,14 @@ from typing import Any
 from slurm_gpu.slurm.release import Version, as_version
 from slurm_gpu.slurm.sbatch.directives import DEFAULT_MAX_SCRIPT_BYTES, check_script, script_directives
 from slurm_gpu.slurm.sbatch.getopt import RESET, Event, OptionError, check_value, env_events, getopt
-from slurm_gpu.slurm.sbatch.table import BY_NAME, ENV_ORDER, EXCLUSIVE_CONFLICT_SINCE, MEMORY_GROUP, SAME_FIELD, SbatchOption
+from slurm_gpu.slurm.sbatch.table import (
+    BY_NAME,
+    ENV_ORDER,
+    EXCLUSIVE_CONFLICT_SINCE,
+    MEMORY_GROUP,
+    SAME_FIELD,
+    SbatchOption,
+)
 from slurm_gpu.slurm.sbatch.to_request import check_gpu_options
 
 __all__ = [
@@ -142,7 +149,7 @@ def parse_submission(
         try:
             check_gpu_options(dict(options).get)
         except ValueError as exc:
-            raise OptionError(f"{'component %d: ' % n if count > 1 else ''}{exc}") from None
+            raise OptionError(f"{f'component {n}: ' if count > 1 else ''}{exc}") from None
     options, origin = comps[0]
     return Submission(options, gpusub, script_path, script_args, wrap, origin,
                       components=tuple(c[0] for c in comps),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-
 GPUS_FORMS = "N or TYPE:N, comma separated (e.g. 2, a100:2)"
 GRES_FORMS = "NAME[:TYPE][:COUNT], comma separated (e.g. gpu:2, gpu:a100:2, gres/gpu:1, none)"
 TRES_FORMS = "TRES:COUNT or TRES=COUNT, comma separated (e.g. gres/gpu:2, gres/gpu:a100:1, cpu:4)"

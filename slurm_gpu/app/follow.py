@@ -7,7 +7,8 @@ On a terminal the line is rewritten in place; otherwise a line is printed each t
 from __future__ import annotations
 
 import time
-from typing import IO, Callable
+from collections.abc import Callable
+from typing import IO
 
 from slurm_gpu.errors import SubmitError
 from slurm_gpu.ports import JobWatch

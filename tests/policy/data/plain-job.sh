@@ -1,0 +1,3 @@
+#!/bin/bash
+# A job whose script states no resources: the command line says it all.
+hostname
