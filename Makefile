@@ -10,7 +10,7 @@ SYSPY ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v
 STAMP := $(VENV)/.slurm-gpu-installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv lab-up lab-down lab-status demo test unit clean-venv
+.PHONY: all venv lab-up lab-down lab-status demo lint test unit clean-venv
 all: test
 
 $(STAMP): setup.cfg pyproject.toml
@@ -38,10 +38,15 @@ lab-status: venv
 demo: lab-up
 	"$(VENV)/bin/slurm-gpu" lab demo
 
-test: lab-up
+# ruff (lint rules in pyproject.toml) and mypy (strict on the pure core, setup.cfg); runs before the tests.
+lint: venv
+	"$(VENV)/bin/ruff" check slurm_gpu tests benchmarks
+	"$(VENV)/bin/mypy" slurm_gpu
+
+test: lint lab-up
 	"$(PY)" -m pytest tests $(PYTEST_ARGS)
 
-unit: venv
+unit: lint
 	"$(PY)" -m pytest tests -m 'not slurm' $(PYTEST_ARGS)
 
 clean-venv:

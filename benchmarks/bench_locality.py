@@ -46,10 +46,12 @@ PIN_NODE = {"h100": "h100n1", "a100": "a100n1"}  # --table only
 
 def shape_lines(gtype: str, gpus: int, form: str) -> tuple[list[str], str]:
     """(#SBATCH options, launcher line) of a job as users write it. ``form``: ``torchrun`` (one task,
-    no CPU count), ``torchrun-cN`` (one task, ``-c N``) or ``srun`` (one task per GPU, ``-c`` the share)."""
+    no CPU count), ``torchrun-cN`` (one task, ``-c N``), ``srun`` (one task per GPU, ``-c`` the share)
+    or ``srun-cN`` (one task per GPU, ``-c N``)."""
     opts = [f"--gres=gpu:{gtype}:{gpus}"]
-    if form == "srun":
-        opts += [f"--ntasks-per-node={gpus}", f"--cpus-per-task={CORES_PER_TASK[gtype]}"]
+    if form.startswith("srun"):
+        cpus = int(form[len("srun-c"):]) if form.startswith("srun-c") else CORES_PER_TASK[gtype]
+        opts += [f"--ntasks-per-node={gpus}", f"--cpus-per-task={cpus}"]
         return opts, "srun bash -c 'sleep $GPUSUB_BENCH_SLEEP'"
     if form.startswith("torchrun-c"):
         opts.append(f"--cpus-per-task={form[len('torchrun-c'):]}")
@@ -62,7 +64,8 @@ def default_form_cpus(gtype: str, gpus: int) -> int:
 
 SHAPES = [(t, n, f) for t, n in GPU_SHAPES
           for f in ("torchrun", f"torchrun-c{default_form_cpus(t, n)}", "srun")] + [
-    ("h100", 8, "torchrun-c8"), ("a100", 4, "torchrun-c8")]  # one task, few CPUs, GPUs on two sockets
+    ("h100", 8, "torchrun-c8"), ("a100", 4, "torchrun-c8"),  # one task, few CPUs, GPUs on two sockets
+    ("h100", 4, "srun-c2"), ("h100", 8, "srun-c2"), ("a100", 4, "srun-c2")]  # tasks of few CPUs (issue 5)
 
 
 def script_text(gtype: str, gpus: int, form: str, sleep: int) -> str:
@@ -299,7 +302,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=140, help="seconds per pass")
     ap.add_argument("--table", action="store_true", help="measure the placement table instead")
     ap.add_argument("--types", default="h100,a100", help="--table: GPU types to measure")
-    ap.add_argument("--start-timeout", type=float, default=12, help="--table: seconds a job may take to start")
+    ap.add_argument("--start-timeout", type=float, default=16, help="--table: seconds a job may take to start")
     args = ap.parse_args()
     env = lab_env()
     with open(os.path.join(os.path.dirname(env["SLURM_CONF"]), "gres.conf")) as fh:

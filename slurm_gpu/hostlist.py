@@ -69,7 +69,7 @@ def expand_hostlist(text: str) -> list[str]:
     # Slurm separates hosts by commas and blanks; the library by commas only
     joined = ",".join(p for p in _split_top(re.sub(r"\s+", ",", text.strip())) if p)
     try:
-        names = hostlist.expand_hostlist(joined, allow_duplicates=True)  # Slurm keeps repeats
+        names: list[str] = hostlist.expand_hostlist(joined, allow_duplicates=True)  # Slurm keeps repeats
     except hostlist.BadHostlist as exc:
         raise HostlistError(f"bad hostlist {_shown(text)}: {exc}") from None
     if any(not n.strip() or n != n.strip() for n in names):
@@ -84,6 +84,7 @@ def compress_hostlist(names: list[str]) -> str:
     if len(names) > MAX_NAMES:
         raise HostlistError(f"bad host names: more than {MAX_NAMES}")
     try:
-        return hostlist.collect_hostlist(list(names))
+        text: str = hostlist.collect_hostlist(list(names))
     except hostlist.BadHostlist as exc:
         raise HostlistError(f"bad host names: {exc}") from None
+    return text

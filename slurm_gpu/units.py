@@ -209,7 +209,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'slurm_gpu.units' has no attribute {name!r}")
 
 
-class MigProfile(tuple):
+class MigProfile(tuple[int, int, bool, "str | None"]):
     """(slices, memory_gb, media_extensions, gpu_type): ``a100_1g.10gb+me`` is (1, 10, True, "a100").
 
     A plain tuple subclass (not typing.NamedTuple, whose class creation costs gpusub's start-up).
@@ -217,7 +217,8 @@ class MigProfile(tuple):
 
     __slots__ = ()
 
-    def __new__(cls, slices: int, memory_gb: int, media_extensions: bool = False, gpu_type: str | None = None):
+    def __new__(cls, slices: int, memory_gb: int, media_extensions: bool = False,
+                gpu_type: str | None = None) -> MigProfile:
         return tuple.__new__(cls, (slices, memory_gb, media_extensions, gpu_type))
 
     slices = property(lambda self: self[0], doc="compute slices of 7")

@@ -25,7 +25,6 @@ EDGES = {
     "app/": "joins the core to the adapters (gpusub, the per-worker pin)",
     "cli/": "Click verbs: parse, call the core, print",
     "lab/": "runs the local Slurm lab (daemons, config files, clients)",
-    "follow.py": "polls squeue/sacct for a submitted job",
     "policy/reader.py": "the one bounded reader of policy files (no FIFO hang, size limit)",
     "policy/cache.py": "the per-user cache of parsed policies under $XDG_CACHE_HOME",
     "policy/schema.py": "the `python -m slurm_gpu.policy.schema --write/--check` generator of the shipped schema",
@@ -163,7 +162,7 @@ def test_core_module_does_no_io(rel: str) -> None:
     assert not uses, "I/O in the pure core (move it to an adapter or app/):\n" + "\n".join(uses)
 
 
-EDGE_PACKAGES = ("slurm_gpu.adapters", "slurm_gpu.app", "slurm_gpu.cli", "slurm_gpu.lab", "slurm_gpu.app.follow")
+EDGE_PACKAGES = ("slurm_gpu.adapters", "slurm_gpu.app", "slurm_gpu.cli", "slurm_gpu.lab")
 
 
 @pytest.mark.parametrize("rel", [m for m in MODULES if not _is_edge(m)])

@@ -152,7 +152,8 @@ def test_checker_finds_a_cycle() -> None:
     assert graph["slurm_gpu.e"] == {"slurm_gpu.d"}  # TYPE_CHECKING: no edge; `from pkg import mod`: the module
     assert graph["slurm_gpu.p.q"] == {"slurm_gpu.a"}
     assert cycles(graph) == [["slurm_gpu.a", "slurm_gpu.b", "slurm_gpu.c"]]
-    assert _describe(graph, cycles(graph)[0]) == "slurm_gpu.a -> slurm_gpu.b; slurm_gpu.b -> slurm_gpu.c; slurm_gpu.c -> slurm_gpu.a"
+    assert _describe(graph, cycles(graph)[0]) == (
+        "slurm_gpu.a -> slurm_gpu.b; slurm_gpu.b -> slurm_gpu.c; slurm_gpu.c -> slurm_gpu.a")
 
 
 @pytest.mark.parametrize("module,heavy", [

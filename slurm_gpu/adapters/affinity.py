@@ -28,6 +28,7 @@ def job_cgroup_cpuset(root: str = "/") -> tuple[tuple[int, ...], str] | None:
         lines = (base / "proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
+    names: tuple[str, ...]
     for line in lines:
         _, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
         if "/job_" not in path:
@@ -72,7 +73,7 @@ def set_affinity(cpus: Collection[int], all_threads: bool = False) -> None:
             continue  # the thread ended
 
 
-def _libc():  # type: ignore[no-untyped-def]
+def _libc():
     import ctypes
 
     return ctypes, ctypes.CDLL(None, use_errno=True)

@@ -54,13 +54,13 @@ def job_defaults(policy: Policy, p: Partition, topologies: Mapping[str, Any] | N
     plain sbatch job and a gpusub job get the same resources."""
     d = policy.defaults
     parts = []
-    cpg = d.cpus_per_gpu
+    cpg: int | str | None = d.cpus_per_gpu
     if cpg == "topology" and topologies:
         from slurm_gpu.placement.plan import node_layout
 
         names = p.node_types or tuple(nt.name for nt in policy.node_types)
         local = [node_layout(topologies[n]).local_cores_per_gpu for n in names
-                 if n in topologies and getattr(policy.node_type(n), "gpus", 0)]
+                 if n in topologies and (nt := policy.node_type(n)) is not None and nt.gpus]
         cpg = min((v for v in local if v > 0), default=None)
     if isinstance(cpg, int) and not isinstance(cpg, bool) and cpg > 0:
         parts.append(f"DefCpuPerGPU={cpg}")

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import os
 import re
@@ -282,14 +283,13 @@ class Lab(LabDaemons):
         listens on BASE, slurmdbd on BASE+2, the slurmd of node i on BASE+100+i. SLURM_GPU_LAB_TASK_PLUGIN
         overrides the version's TaskPlugin."""
         base = os.environ.get("SLURM_GPU_LAB_PORT_BASE")
-        ports = {}
+        task_plugin = os.environ.get("SLURM_GPU_LAB_TASK_PLUGIN") or None  # e.g. task/affinity on 24.11 with many CPUs
+        rt = LabRuntime(version=version, hostname=short_hostname(), paths=self.paths, hooks=hooks,
+                        task_plugin=task_plugin)
         if base:
             b = int(base)
-            ports = {"ctld_port": b, "dbd_port": b + 2, "slurmd_port0": b + 100}
-        task_plugin = os.environ.get("SLURM_GPU_LAB_TASK_PLUGIN") or None  # e.g. task/affinity on 24.11 with many CPUs
-        return LabRuntime(
-            version=version, hostname=short_hostname(), paths=self.paths, hooks=hooks, task_plugin=task_plugin, **ports
-        )
+            rt = dataclasses.replace(rt, ctld_port=b, dbd_port=b + 2, slurmd_port0=b + 100)
+        return rt
 
     def _ensure_user(self) -> None:
         r = subprocess.run(["id", "-u", self.user], capture_output=True, timeout=10, check=False)

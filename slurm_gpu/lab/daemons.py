@@ -224,9 +224,9 @@ class LabDaemons:
                 break
         else:
             raise SlurmGpuError(f"MariaDB did not answer in 30 s; see {self._log('mariadb.err')}")
-        r = subprocess.run([*sql, db_bootstrap_sql(rt)], capture_output=True, text=True, timeout=30, check=False)
-        if r.returncode != 0:
-            raise SlurmGpuError(f"MariaDB bootstrap failed: {r.stderr.strip()}")
+        boot = subprocess.run([*sql, db_bootstrap_sql(rt)], capture_output=True, text=True, timeout=30, check=False)
+        if boot.returncode != 0:
+            raise SlurmGpuError(f"MariaDB bootstrap failed: {boot.stderr.strip()}")
 
     def _start_slurmdbd(self) -> None:
         env = dict(os.environ, MYSQL_UNIX_PORT=self.paths.db_socket, SLURM_CONF=self.slurm_conf)

@@ -23,7 +23,7 @@ def _stat_fields(pid: int) -> list[str] | None:
 def alive(pid: int) -> bool:
     """True if ``pid`` exists and is neither a zombie nor dead."""
     fields = _stat_fields(pid)
-    return bool(fields) and fields[0] not in ("Z", "X")
+    return bool(fields and fields[0] not in ("Z", "X"))
 
 
 def start_time(pid: int) -> str | None:

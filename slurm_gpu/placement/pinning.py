@@ -207,7 +207,8 @@ def plan_node_pins(allocated_cpus: Collection[int], gpu_local_cpus: Mapping[int,
     numa = cpu_numa or {}
     workers = []
     for w, cpus in enumerate(masks):
-        entry, gid = own[w] if own[w] is not None else (None, None)
+        pin = own[w]
+        entry, gid = pin if pin is not None else (None, None)
         warn = []
         if entry is not None and (gid is None or gid not in gpu_local_cpus):
             warn.append(f"worker {w}: the locality of GPU {entry} is unknown; pinned to CPUs {format_cpulist(cpus)}")

@@ -33,15 +33,14 @@ accelerate, deepspeed or mpirun are pinned by ``slurm-gpu-pin`` (docs/pinning.md
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Collection, Sequence
+from collections.abc import Collection, Sequence
+from typing import Any, NamedTuple
 
 ISOLATIONS = ("shared", "strict")
 LAUNCHES = ("batch", "per-gpu")  # batch: the script runs once, as under sbatch (default)
 
 
-@dataclass(frozen=True)
-class NodeLayout:
+class NodeLayout(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1 ms less of gpusub's start each
     """One node type as the planner sees it: which socket each GPU is local to, and the cores per GPU."""
 
     name: str
@@ -96,8 +95,7 @@ def node_layout(topo: Any, name: str = "", nodes: str = "") -> NodeLayout:
         cores_per_socket=topo.cores_per_socket, sockets=topo.sockets)
 
 
-@dataclass(frozen=True)
-class BindingPlan:
+class BindingPlan(NamedTuple):
     """What gpusub adds to the job so that tasks, cores and GPUs line up."""
 
     sbatch_options: tuple[str, ...]
@@ -116,7 +114,7 @@ class BindingPlan:
     tasks_per_socket: int | None = None
     gpu_order: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (hostlist, socket-major GPU order)
     task_prelude: str = ""  # bash run in each task before the payload (GPU order, LOCAL_RANK)
-    warnings: tuple[str, ...] = field(default=())
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -170,7 +168,7 @@ def _gpus_per_node(request: Any, gpus: int, node_gpus: int) -> tuple[int | None,
 
 def _tasks_per_node(request: Any, nodes: int | None, node_cores: int) -> int | None:
     if _known(request.ntasks_per_node):
-        return request.ntasks_per_node
+        return int(request.ntasks_per_node)
     if _known(request.ntasks):
         if nodes:
             return _ceil_div(request.ntasks, nodes)

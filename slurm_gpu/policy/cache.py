@@ -81,7 +81,7 @@ def load_policy_cached(path: str, cache_dir: str | None = None) -> Policy:
     try:
         data = _read_entry(entry)
         if data["version"] == [_FORMAT, __version__]:
-            policy = from_plain(Policy, data["policy"])
+            policy: Policy = from_plain(Policy, data["policy"])
             if data["stamp"] == _stamp((real, *policy.includes)):
                 return policy
     except Exception:  # noqa: BLE001 - any cache problem means "parse again"

@@ -190,7 +190,9 @@ def enum(*values: str, aliases: tuple[tuple[str, Any], ...] = ()) -> Conv:
 def cpus_per_gpu(node: YNode) -> int | str:
     allowed = "an integer >= 1 or 'topology'"
     v = _scalar(node, allowed)
-    if v == "topology" or (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
+    if v == "topology":
+        return "topology"
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
         return v
     raise Bad(describe(node), allowed)
 

@@ -13,7 +13,7 @@ INF = float("inf")
 def _where(ctx: Any, name: str) -> str:
     for e in getattr(ctx, "entries", {}).get("classes", []):
         if e.values.get("name") == name:
-            return e.where("match") + ": "
+            return f"{e.where('match')}: "
     return ""
 
 

@@ -12,7 +12,7 @@ Units are in the names (``_min``, ``_s``, ``_gb``, ``_mb``, ``_pct``). ``None`` 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from slurm_gpu.policy.kinds import (
     Bool,
@@ -43,7 +43,7 @@ FractionMode = Literal["mig", "mps", "mig-then-mps", "reject"]
 NAMES = ListOf(Name(), "names")
 
 
-def _names(key: str, doc: str) -> dict:
+def _names(key: str, doc: str) -> dict[str, Any]:
     return yaml(key, NAMES, doc)
 
 

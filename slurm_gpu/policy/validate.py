@@ -28,7 +28,7 @@ Spec = tuple[tuple[str, str, Any, Any], ...]
 
 def spec_of(cls: type) -> Spec:
     """The converter table of a model dataclass, from its fields' ``yaml(...)`` metadata."""
-    out = []
+    out: list[tuple[str, str, Any, Any]] = []
     for f in dataclasses.fields(cls):
         meta = f.metadata.get("kind")
         if meta is None:

@@ -60,7 +60,7 @@ _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 def _scalar(event: yaml.ScalarEvent, line: int, col: int) -> tuple[Any, str]:
     tag = event.tag
     if tag is None or tag == "!":
-        tag = _resolver.resolve(yaml.ScalarNode, event.value, event.implicit)
+        tag = _resolver.resolve(yaml.ScalarNode, event.value, event.implicit)  # type: ignore[no-untyped-call]
     text = event.value
     # YAML 1.1 reads 4:00:00 as a base-60 integer (14400); keep Slurm time strings as text.
     if tag in _NUMBER_TAGS and ":" in text:

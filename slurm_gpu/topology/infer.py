@@ -148,9 +148,9 @@ def check_against_lscpu(table: SmiTable, layout: CpuLayout, source: str) -> None
                     f"(known: {format_cpulist(numa)} in {lsrc}); "
                     "the capture and the lscpu output are from different machines"
                 )
-        k = primary_numa(g, numa)
-        if g.cpus and k in numa and numa[k].cpus and not set(g.cpus) & set(numa[k].cpus):
+        pk = primary_numa(g, numa)
+        if g.cpus and pk is not None and pk in numa and numa[pk].cpus and not set(g.cpus) & set(numa[pk].cpus):
             raise TopologyError(
-                f"{where}: GPU{g.index} CPU Affinity {format_cpulist(g.cpus)} has no cpu of its NUMA node {k}, "
-                f"which {lsrc} gives cpus {format_cpulist(numa[k].cpus)}; the two files are from different machines"
+                f"{where}: GPU{g.index} CPU Affinity {format_cpulist(g.cpus)} has no cpu of its NUMA node {pk}, "
+                f"which {lsrc} gives cpus {format_cpulist(numa[pk].cpus)}; the two files are from different machines"
             )

@@ -372,9 +372,9 @@ def build_topology(
                 f"(0-{max(all_ids)}); the capture and the CPU listing disagree"
             )
     nodes = tuple(sorted(numa_nodes, key=lambda nn: nn.id))
-    for a, b in pairwise(nodes):
-        if a.id == b.id:
-            raise TopologyError(f"NUMA node {a.id} appears twice")
+    for n1, n2 in pairwise(nodes):
+        if n1.id == n2.id:
+            raise TopologyError(f"NUMA node {n1.id} appears twice")
     for node in nodes:
         if not set(node.cpus) <= all_ids:
             raise TopologyError(f"NUMA node {node.id} lists cpus outside the node's cpus (0-{max(all_ids)})")

@@ -349,8 +349,8 @@ def topology_from_nvidia_smi(
     near: dict[str, set[int]] = {}
     for lk in table.links:
         if lk.kind in PCIE_RELATIONS[:-1]:
-            for nic, other in ((lk.a, lk.b), (lk.b, lk.a)):
-                node = gpu_numa.get(other)
+            for nic, peer in ((lk.a, lk.b), (lk.b, lk.a)):
+                node = gpu_numa.get(peer)
                 if node is not None and nic not in gpu_numa:
                     near.setdefault(nic, set()).add(node)
     nics = []

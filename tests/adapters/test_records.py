@@ -82,7 +82,8 @@ def test_parsable():
 
 
 def test_test_only_22_05_and_24_11():
-    r = parse_test_only("sbatch: Job 5 to start at 2026-11-29T20:40:23 using 8 processors on nodes vm in partition batch\n")
+    r = parse_test_only("sbatch: Job 5 to start at 2026-11-29T20:40:23 using 8 processors on nodes vm "
+                        "in partition batch\n")
     assert (r.job_id, r.start, r.processors, r.nodes, r.partition, r.preempts) == (
         5, "2026-11-29T20:40:23", 8, "vm", "batch", ())
     r = parse_test_only("sbatch: Job 45 to start at 2026-11-29T21:00:00 using 1 processors on nodes node1 in "

@@ -85,7 +85,8 @@ def test_qos_commands():
            Qos("high", priority=200, max_gpus_per_job=16, max_wall_min=60, preempts=("spot",)))
     assert sacctmgr.qos_add_commands(qos) == [["add", "qos", "spot"], ["add", "qos", "high"]]  # normal exists
     assert sacctmgr.qos_limit_commands(qos)[1:] == [
-        ["modify", "qos", "where", "name=spot", "set", "Priority=10", "MaxTRESPerUser=gres/gpu=24", "PreemptMode=requeue"],
+        ["modify", "qos", "where", "name=spot", "set", "Priority=10", "MaxTRESPerUser=gres/gpu=24",
+         "PreemptMode=requeue"],
         ["modify", "qos", "where", "name=high", "set", "Priority=200", "MaxTRESPerJob=gres/gpu=16", "MaxWall=01:00:00",
          "Preempt=spot"]]
     assert sacctmgr.script([["add", "qos", "a b"]]) == "sacctmgr -i add qos 'a b'\n"
@@ -100,7 +101,7 @@ def test_the_lab_config_carries_the_emitted_lines():
                        LabRuntime(version=(22, 5, 8), hostname="vm", paths=LabPaths("/x")))
     policy, topos = loaded()
     conf = files["slurm.conf"].splitlines()
-    assert [ln for ln in conf if ln.startswith("PartitionName=")] == slurm_conf.partition_lines(policy)
+    assert [ln for ln in conf if ln.startswith("PartitionName=")] == slurm_conf.partition_lines(policy, topos)
     for _name, _nt, line in slurm_conf.node_lines(policy, topos):
         assert sum(1 for ln in conf if ln.startswith(line + " ")) == 1, line
     assert files["gres.conf"].splitlines()[2:] == gres_conf.gres_lines(policy, topos)

@@ -8,7 +8,6 @@
 #SBATCH --gpus=h100:4
 #SBATCH --gres-flags=enforce-binding
 #SBATCH --job-name=train.sh
-#SBATCH --mem-per-gpu=60G
 #SBATCH --ntasks=4
 #SBATCH --ntasks-per-socket=4
 #SBATCH --partition=batch

@@ -7,7 +7,6 @@
 #SBATCH --gres=gpu:h100:8
 #SBATCH --gres-flags=enforce-binding
 #SBATCH --job-name=train.sh
-#SBATCH --mem-per-gpu=60G
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=8
 #SBATCH --ntasks-per-socket=4

@@ -7,7 +7,6 @@
 #SBATCH --gres=gpu:h100:4
 #SBATCH --gres-flags=enforce-binding
 #SBATCH --job-name=llama-7b
-#SBATCH --mem-per-gpu=60G
 #SBATCH --partition=batch
 #SBATCH --qos=normal
 #SBATCH --signal=B:USR1@90

@@ -20,7 +20,8 @@ def state(line: str) -> JobState:
 
 
 def test_pending_line_names_the_reason():
-    job = state("JobId=7 JobState=PENDING Reason=Resources RunTime=00:00:00 StartTime=Unknown NodeList=(null) ExitCode=0:0")
+    job = state("JobId=7 JobState=PENDING Reason=Resources RunTime=00:00:00 StartTime=Unknown NodeList=(null) "
+                "ExitCode=0:0")
     assert state_line(job) == "job 7: PENDING (Resources)"
     assert not job.finished
 

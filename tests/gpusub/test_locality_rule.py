@@ -57,3 +57,24 @@ def test_multi_node_lines():
 
 def test_no_detail_lines_is_a_problem_not_a_pass():
     assert check_job("JobId=5 JobState=PENDING", TABLE) != []
+
+
+# Allocations measured in the lab (22.05.8) for jobs as users write them (docs/gpusub.md "Placement");
+# the acceptance rule of issue 8 is one local core per GPU (cpus_per_gpu=1) and no core remote to all.
+
+def test_one_task_without_cpu_count_gets_def_cpu_per_gpu_next_to_each_gpu():
+    # --gres=gpu:a100:4, one task, DefCpuPerGPU=4: 16 cores, 8 on each socket
+    assert check_job("Nodes=a100n1 CPU_IDs=0-7,16-23 Mem=1 GRES=gpu:a100:4(IDX:0-3)", TABLE, cpus_per_gpu=1) == []
+
+
+def test_one_task_few_cpus_eight_gpus_fails():
+    # --gres=gpu:h100:8 -c 8, one task: its 8 cores come from socket 0
+    problems = check_job("Nodes=h100n1 CPU_IDs=0-7 Mem=1 GRES=gpu:h100:8(IDX:0-7)", TABLE, cpus_per_gpu=1)
+    assert problems == ["h100n1: GPUs 4,5,6,7 have 0 local cores of the job's, need 4"]
+
+
+def test_one_core_per_gpu_is_weaker_than_the_even_share():
+    # plain --gres=gpu:h100:4 with cores 0-7 held: GPUs 0-2 + 6, 8 cores on each socket
+    text = "Nodes=h100n1 CPU_IDs=8-15,20-27 Mem=1 GRES=gpu:h100:4(IDX:0-2,6)"
+    assert check_job(text, TABLE, cpus_per_gpu=1) == []
+    assert check_job(text, TABLE) == ["h100n1: GPUs 0,1,2 have 8 local cores of the job's, need 12"]

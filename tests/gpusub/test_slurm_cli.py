@@ -14,7 +14,8 @@ from slurm_gpu.slurm.records import one_line, parse_kv_line, parse_test_only
 
 
 def test_test_only_answer_22_05():
-    r = parse_test_only("sbatch: Job 5 to start at 2026-11-29T20:40:23 using 8 processors on nodes vm in partition batch\n")
+    r = parse_test_only("sbatch: Job 5 to start at 2026-11-29T20:40:23 using 8 processors on nodes vm "
+                        "in partition batch\n")
     assert (r.job_id, r.start, r.processors, r.nodes, r.partition) == (5, "2026-11-29T20:40:23", 8, "vm", "batch")
 
 

@@ -34,7 +34,8 @@ CASES = {
     "dangling_gpu_type": ("dangling_gpu_type.yaml:8:15", "node_types.n8.gpu_type", "'v100'"),
     "dangling_node_type": ("dangling_node_type.yaml:13:17", "partitions.batch.node_types", "'n9'"),
     "default_time_over_max": ("default_time_over_max.yaml:15:19", "partitions.batch.default_time", "1440 min"),
-    "duplicate_partition": ("duplicate_partition.yaml:17:11", "partitions.batch.name", "duplicate_partition.yaml:12:11"),
+    "duplicate_partition": ("duplicate_partition.yaml:17:11", "partitions.batch.name",
+                            "duplicate_partition.yaml:12:11"),
     "duplicate_yaml_key": ("duplicate_yaml_key.yaml:16:5", "partitions.batch.default", "duplicate key"),
     "empty": ("empty.yaml:1:1", "(top level)", "version: 1"),
     "include_missing": ("include_missing.yaml:2:11", "include", "nope.yaml"),
@@ -66,7 +67,8 @@ def test_bad_policy_names_file_line_and_field(name: str) -> None:
     where, fieldname, detail = CASES[name]
     with pytest.raises(PolicyError) as info:
         load_policy(os.path.join(BAD, name + ".yaml"))
-    hits = [p for p in info.value.problems if f"{os.sep}{where}: {fieldname}: found " in p or p.startswith(f"{where}: {fieldname}: found ")]
+    found = f"{where}: {fieldname}: found "
+    hits = [p for p in info.value.problems if f"{os.sep}{found}" in p or p.startswith(found)]
     assert hits, info.value.problems
     assert detail in hits[0]
     assert "allowed" in hits[0]

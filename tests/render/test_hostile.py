@@ -39,7 +39,8 @@ FRAGMENTS = [
 hostile = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(st.characters(blacklist_characters="\0",
                                                                               blacklist_categories=("Cs",)),
                                                                   max_size=6)), max_size=5).map("".join)
-filename = hostile.map(lambda s: s.replace("/", "_")).filter(lambda s: s not in ("", ".", "..") and len(s.encode()) < 200)
+filename = hostile.map(lambda s: s.replace("/", "_")).filter(
+    lambda s: s not in ("", ".", "..") and len(s.encode()) < 200)
 SPELLINGS = [spelling_for(v) for v in ((22, 5, 8), (23, 2, 7), (23, 11, 10), (24, 11, 5), (25, 11, 0))]
 
 PAYLOAD_C = r"""

@@ -105,7 +105,9 @@ def test_shared_shim_maps_local_rank_to_gpus(tmp_path):
     p = plan(launch="per-gpu", isolation="shared", gpus_per_task=2)
     text = render_script(sub_of(["x.sh"]), None, p, S2205, PL).text
     shim = text.split("SLURM_GPU_SHIM=", 1)[1].split("\nsrun", 1)[0]
-    script = f"SLURM_GPU_SHIM={shim}\nbash -c \"$SLURM_GPU_SHIM\" shim bash -c 'echo $LOCAL_RANK $GPUSUB_TASK_GPUS $GPUSUB_TASK_GPU_ORDINALS'\n"
+    script = (f"SLURM_GPU_SHIM={shim}\n"
+              "bash -c \"$SLURM_GPU_SHIM\" shim "
+              "bash -c 'echo $LOCAL_RANK $GPUSUB_TASK_GPUS $GPUSUB_TASK_GPU_ORDINALS'\n")
     env = {"PATH": os.environ["PATH"], "SLURM_LOCALID": "1", "CUDA_VISIBLE_DEVICES": "4,5,6,7"}
     out = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=True).stdout
     assert out == "1 6,7 2,3\n"

@@ -184,7 +184,8 @@ def test_spank_options_from_help_and_only_those_pass():
 
 
 def test_unknown_options_get_a_did_you_mean():
-    with pytest.raises(OptionError, match=r"^unrecognized option '--gpu-isolaton=strict'; did you mean --gpu-isolation\?"):
+    with pytest.raises(OptionError,
+                       match=r"^unrecognized option '--gpu-isolaton=strict'; did you mean --gpu-isolation\?"):
         P(["--gpu-isolaton=strict", "x"])
     with pytest.raises(OptionError, match=r"did you mean --partition\?"):
         P(["--partiton=batch", "x"])

@@ -126,7 +126,8 @@ def test_pastes(text):
 
 
 def test_na_cells_everywhere():
-    text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \tPHB\t0-15\tN/A\t\tN/A\nGPU1\tPHB\t X \tN/A\tN/A\t\tN/A\n"
+    text = ("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+            "GPU0\t X \tPHB\t0-15\tN/A\t\tN/A\nGPU1\tPHB\t X \tN/A\tN/A\t\tN/A\n")
     topo = topology_from_nvidia_smi(text)
     assert topo.gpus[0].cpus == tuple(range(16)) and topo.gpus[1].cpus is None
     assert topo.gpus[0].numa_node is None and topo.gpu_cores(1) == ()
@@ -198,5 +199,6 @@ def test_lscpu_numa_contradiction_is_refused():
          "Socket(s): 2", "NUMA node0 CPU(s): 72-143", "NUMA node1 CPU(s): 0-71"]
     )
     text = "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-71\t0\n"
-    with pytest.raises(TopologyError, match=r"x.txt:2: GPU0 CPU Affinity 0-71 has no cpu of its NUMA node 0, which l.txt"):
+    with pytest.raises(TopologyError,
+                       match=r"x.txt:2: GPU0 CPU Affinity 0-71 has no cpu of its NUMA node 0, which l.txt"):
         topology_from_nvidia_smi(text, parse_lscpu(lscpu, source="l.txt"), source="x.txt")

@@ -88,8 +88,37 @@ def _resolve_type(st: State, part: Partition) -> str:
     raise st.reject("untyped_gpu", fix, gpus=st.gpus, partition=part.name)
 
 
+def several_types(st: State, part: Partition, types: list[str]) -> None:
+    """``--gpus=h100:1,a100:1`` (or ``--gres`` items of several types): each type must exist and be
+    offered by the partition; the QOS limits apply to the total; the user's forms are kept."""
+    r = st.request
+    pol = st.policy
+    counts = dict(getattr(r, "gpus_by_type", ()) or getattr(r, "gpus_per_node_by_type", ()) or
+                  getattr(r, "gpus_per_task_by_type", ()) or ())
+    offered = list(pol.partition_gpu_types(part.name))
+    for t in types:
+        if pol.gpu_type(t) is None:
+            names = [g.name for g in pol.gpu_types]
+            raise st.reject("unknown_gpu_type", f"{hint(t, names)}GPU types: {', '.join(names)}", gpu_type=t)
+        if t not in offered:
+            where = [p.name for p in pol.partitions if t in pol.partition_gpu_types(p.name)]
+            raise st.reject("gpu_type_not_in_partition", f"use a partition with {t}: {', '.join(where) or '(none)'}",
+                            gpu_type=t, partition=part.name)
+    q = pol.qos_named(st.qos)
+    if q is not None and q.max_gpus_per_job is not None and st.gpus > q.max_gpus_per_job:
+        raise st.reject("too_many_gpus", f"ask for at most {q.max_gpus_per_job} GPUs", gpus=st.gpus, qos=q.name,
+                        limit=q.max_gpus_per_job)
+    st.gpu_type = None
+    st.gres = ",".join(f"gpu:{t}:{counts.get(t, '?')}" for t in types)
+    st.reasons.append(f"GPU types {', '.join(types)}: each offered by {part.name}; {st.gpus} GPUs within the QOS")
+
+
 def whole_gpus(st: State, part: Partition) -> None:
     pol, r = st.policy, st.request
+    types = list(dict.fromkeys(t for t in (getattr(r, "gpu_types", ()) or ()) if t))
+    if len(types) > 1:
+        several_types(st, part, types)
+        return
     t = st.gpu_type = _resolve_type(st, part)
     q = pol.qos_named(st.qos)
     if q is not None and q.max_gpus_per_job is not None and st.gpus > q.max_gpus_per_job:
@@ -109,9 +138,10 @@ def whole_gpus(st: State, part: Partition) -> None:
     if r.gpus_per_node is not None and r.gpus is None:
         per = r.gpus_per_node
     elif st.gpus % nodes:
-        lo = (st.gpus // nodes) * nodes
-        hint = f"ask for {lo or nodes} or {lo + nodes} GPUs" if lo else f"ask for {nodes} GPUs"
-        raise st.reject("uneven_gpus", hint, gpus=st.gpus, nodes=nodes, per_node=per_node_max)
+        # sbatch takes it and slurmctld splits the GPUs unevenly over the nodes: so does gpusub (the
+        # placement plan warns); refusing it would refuse a job sbatch starts
+        per = -(-st.gpus // nodes)
+        st.reasons.append(f"{st.gpus} GPUs over {nodes} node(s): Slurm splits them unevenly")
     else:
         per = st.gpus // nodes
     if per > per_node_max:

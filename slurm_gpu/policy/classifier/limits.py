@@ -22,7 +22,7 @@ def time_limit(st: State, part: Partition) -> None:
         return
     if t is None:
         t = part.default_time_min
-        for v, n in limits:
+        for v, _n in limits:
             if t is None or t > v:
                 t = v
         if t is not None:

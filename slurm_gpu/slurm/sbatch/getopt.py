@@ -4,9 +4,8 @@
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from slurm_gpu import units
@@ -32,7 +31,7 @@ class OptionError(UsageError):
 
 # --- value checks -----------------------------------------------------------------------------------
 
-def _count(minimum: int):
+def _count(minimum: int) -> Callable[[str], int]:
     return lambda text: sv.parse_count(text, minimum)
 
 
@@ -75,7 +74,7 @@ def _where(origin: str, line: int | None, env_var: str | None) -> str:
 
 
 def check_value(name: str, value: str | None, origin: str, line: int | None = None, env_var: str | None = None,
-           version: Version | None = None):
+           version: Version | None = None) -> None:
     check = _VALIDATORS.get(name)
     if name == "exclusive":  # the accepted words depend on the release
         check = lambda v: sv.parse_exclusive(v, version)  # noqa: E731
@@ -138,6 +137,7 @@ def getopt(
     """Parse options from ``args``; returns the events and the index of the first non-option."""
     events: list[Event] = []
     i = 0
+    value: str | None
 
     def line_of(k: int) -> int | None:
         return lines[k] if lines else None
@@ -217,6 +217,8 @@ def _unknown(arg: str, name: str, version: Version | None, spank: tuple[SbatchOp
     names = [o.name for o in SBATCH_OPTIONS if o.exists_in(version) and o.documented] + [o.name for o in spank]
     if cli:
         names += [o.name for o in GPUSUB_OPTIONS]
+    import difflib  # only on an unknown option: keeps gpusub's start-up small
+
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
     hint = (f"; did you mean --{close[0]}?" if close
             else " (not an sbatch option, nor a plugin option sbatch --help lists)")

@@ -61,8 +61,9 @@ def gpu_forms(get: Get) -> GpuForms:
         value = get(name)
         return [] if value is None else [(g.gpu_type, g.count) for g in sv.parse_gpus(value)]
 
-    gres = sv.parse_gres(get("gres")) if get("gres") is not None else ()
-    tres = sv.parse_tres(get("tres-per-task")) if get("tres-per-task") is not None else ()
+    gres_text, tres_text = get("gres"), get("tres-per-task")
+    gres = sv.parse_gres(gres_text) if gres_text is not None else ()
+    tres = sv.parse_tres(tres_text) if tres_text is not None else ()
     sharing: dict[str, int] = {}
     for g in gres:
         if g.name in SHARING_GRES:
@@ -136,7 +137,7 @@ def to_job_request(sub: Any, user: str | None = None, groups: Iterable[str] = ()
         gpu_type=types[0] if types else None,
         gpu_fraction=sv.parse_gpu_fraction(fraction) if fraction else None,
         mig_profile=_mig_profile(types),
-        nodes=sv.parse_nodes_min(get("nodes")) if get("nodes") else None,
+        nodes=sv.parse_nodes_min(nodes_text) if (nodes_text := get("nodes")) else None,
         ntasks=num("ntasks"),
         ntasks_per_node=num("ntasks-per-node"),
         cpus_per_task=num("cpus-per-task"),

@@ -59,7 +59,7 @@ class GpuCount(NamedTuple):
     """A GPU request item: ``gpu_type`` None when untyped."""
 
     gpu_type: str | None
-    count: int
+    count: int  # type: ignore[assignment]  # Slurm's word; hides tuple.count, which nothing uses
 
 
 _COUNT_RE = r"^(\d+)([kKmMgG])?$"
@@ -97,7 +97,7 @@ class GresItem(NamedTuple):
 
     name: str
     gres_type: str | None
-    count: int
+    count: int  # type: ignore[assignment]  # Slurm's word; hides tuple.count, which nothing uses
 
 
 def parse_gres(text: str) -> tuple[GresItem, ...]:
