@@ -22,6 +22,9 @@ $(STAMP): setup.cfg pyproject.toml
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv >/dev/null; fi
 	@[ -x "$(PY)" ] || "$(SYSPY)" -m venv "$(VENV)"
 	"$(PY)" -m pip install -q --disable-pip-version-check --config-settings editable_mode=compat -e '.[test]'
+	@# byte-code for the checkout, as pip writes it for an installed package (an editable install has
+	@# none, and PYTHONDONTWRITEBYTECODE=1 would keep it so; gpusub's start-up then compiles every module)
+	"$(PY)" -m compileall -q slurm_gpu
 	@touch "$@"
 
 venv: $(STAMP)

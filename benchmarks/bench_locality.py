@@ -46,12 +46,12 @@ PIN_NODE = {"h100": "h100n1", "a100": "a100n1"}  # --table only
 
 def shape_lines(gtype: str, gpus: int, form: str) -> tuple[list[str], str]:
     """(#SBATCH options, launcher line) of a job as users write it. ``form``: ``torchrun`` (one task,
-    no CPU count), ``torchrun-cN`` (one task, ``-c N``), ``srun`` (one task per GPU, ``-c`` the share)
-    or ``srun-cN`` (one task per GPU, ``-c N``)."""
+    no CPU count), ``torchrun-cN`` (one task, ``-c N``), ``srun`` (one task per GPU, ``-c`` the share),
+    ``srun-cN`` (one task per GPU, ``-c N``) or ``ntasks-cN`` (``--ntasks`` instead of ``--ntasks-per-node``)."""
     opts = [f"--gres=gpu:{gtype}:{gpus}"]
-    if form.startswith("srun"):
-        cpus = int(form[len("srun-c"):]) if form.startswith("srun-c") else CORES_PER_TASK[gtype]
-        opts += [f"--ntasks-per-node={gpus}", f"--cpus-per-task={cpus}"]
+    if form.startswith(("srun", "ntasks")):
+        cpus = int(form.rpartition("-c")[2]) if "-c" in form else CORES_PER_TASK[gtype]
+        opts += [f"--ntasks{'' if form.startswith('ntasks') else '-per-node'}={gpus}", f"--cpus-per-task={cpus}"]
         return opts, "srun bash -c 'sleep $GPUSUB_BENCH_SLEEP'"
     if form.startswith("torchrun-c"):
         opts.append(f"--cpus-per-task={form[len('torchrun-c'):]}")
@@ -65,7 +65,8 @@ def default_form_cpus(gtype: str, gpus: int) -> int:
 SHAPES = [(t, n, f) for t, n in GPU_SHAPES
           for f in ("torchrun", f"torchrun-c{default_form_cpus(t, n)}", "srun")] + [
     ("h100", 8, "torchrun-c8"), ("a100", 4, "torchrun-c8"),  # one task, few CPUs, GPUs on two sockets
-    ("h100", 4, "srun-c2"), ("h100", 8, "srun-c2"), ("a100", 4, "srun-c2")]  # tasks of few CPUs (issue 5)
+    ("h100", 4, "srun-c2"), ("h100", 8, "srun-c2"), ("a100", 4, "srun-c2"),  # tasks of few CPUs (issue 5)
+    ("h100", 8, "ntasks-c2"), ("h100", 4, "ntasks-c2"), ("a100", 3, "ntasks-c8")]  # --ntasks, no per-node count
 
 
 def script_text(gtype: str, gpus: int, form: str, sleep: int) -> str:
@@ -256,6 +257,8 @@ def measure(way: str, gtype: str, gpus: int, form: str, busy: bool, env: dict[st
         else:
             row.update(started=False, state=run(["squeue", "-h", "-j", str(ids[-1]), "-o", "%T (%r)"], env,
                                                 work, check=False).strip())
+            if not row["state"]:
+                row["note"] = "job gone before it started (cancelled by someone else?)"
     finally:
         run(["scancel", *map(str, ids)], env, work, check=False)
     return row
@@ -281,11 +284,14 @@ def table(args: argparse.Namespace, env: dict[str, str], gres: dict) -> int:
     print("|---|---|---|---|---|---|---|")
     types = set(args.types.split(","))
     for gtype, gpus, form in SHAPES:
-        if gtype not in types:
+        if gtype not in types or (args.only and f"{gtype}x{gpus}/{form}" not in args.only.split(",")):
             continue
         for busy in (False, True):
             for way in ("plain", "gpusub"):
-                r = measure(way, gtype, gpus, form, busy, env, gres, args.start_timeout)
+                for _attempt in range(3):  # again when others' jobs shared the node or cancelled ours
+                    r = measure(way, gtype, gpus, form, busy, env, gres, args.start_timeout)
+                    if not r.get("note") and (r["started"] or r["state"]):
+                        break
                 state = "yes" if r["started"] else f"no: {r['state']}"
                 loc = ("yes" if not r["problems"] else "no (" + "; ".join(r["problems"]) + ")") if r["started"] else "-"
                 extra = f" [{r['note']}]" if r.get("note") else ""
@@ -302,6 +308,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=140, help="seconds per pass")
     ap.add_argument("--table", action="store_true", help="measure the placement table instead")
     ap.add_argument("--types", default="h100,a100", help="--table: GPU types to measure")
+    ap.add_argument("--only", default="", help="--table: only these shapes (h100x8/torchrun,...)")
     ap.add_argument("--start-timeout", type=float, default=16, help="--table: seconds a job may take to start")
     args = ap.parse_args()
     env = lab_env()

@@ -3,14 +3,20 @@
 
 20 alternating rounds (default) of the same job, each way a fresh process as a user would run it:
   gpusub    this checkout's ``gpusub --gres=gpu:h100:1 job.sh``: every call parses, classifies, plans,
-            renders and submits afresh (only the parsed policy and the sbatch version are cached)
+            renders and submits afresh (cached per user: the parsed policy, the sbatch version and
+            help text, node layouts and the compiled templates; never a decision or a job)
   sbatch    ``sbatch --parsable --gres=gpu:h100:1 job.sh``
   floor     ``python -c pass`` with gpusub's interpreter (the cost of a bare Python start)
   submitit  submitit's AutoExecutor submitting the same command (``bash job.sh``), in a fresh interpreter
 Jobs are submitted held (``--hold``; submitit: ``slurm_additional_parameters={"hold": True}``) and
 cancelled after each round.
 Prints each median, (gpusub - sbatch) / floor (goal <= 3.0) and gpusub / submitit (goal < 0.5), then
-the slowest imports of gpusub (``python -X importtime``).
+gpusub's import profile (``python -X importtime``: the slowest top-level imports and the largest own times).
+
+Byte-code: measured as an installed package runs, with ``.pyc`` files. ``make venv`` compiles the
+checkout (``python -m compileall slurm_gpu``: an editable install has no byte-code of its own), and the
+runs here drop PYTHONDONTWRITEBYTECODE so that the warm-up writes any that is missing. Without
+byte-code every gpusub run also compiles its ~40 modules (about 40 ms more on the lab machine).
 
 submitit is a benchmark-only dependency: the setup step pip-installs it into this interpreter's
 environment when it is missing (``--no-install`` skips the submitit way instead).
@@ -139,13 +145,18 @@ def main() -> int:
         parts = line[len("import time:"):].split("|") if line.startswith("import time:") else []
         if len(parts) == 3 and parts[1].strip().isdigit():
             depth = len(parts[2]) - len(parts[2].lstrip())
-            rows.append((int(parts[1]), depth, parts[2].strip()))
+            rows.append((int(parts[1]), depth, parts[2].strip(), int(parts[0])))
     if job_id(prof.stdout):
         run_slurm(["scancel", job_id(prof.stdout)], env=env, timeout_s=15)
-    top = [(us, name) for us, depth, name in sorted(rows, reverse=True) if depth <= 1][:12]
-    print("\ngpusub's slowest top-level imports, cold path (cumulative ms, -X importtime):")
+    top = [(us, name) for us, depth, name, _ in sorted(rows, reverse=True) if depth <= 1][:12]
+    total = sum(us for us, depth, _, _ in rows if depth <= 1)
+    print(f"\ngpusub's imports: {total / 1000:.1f} ms in all (-X importtime, one run; its own figures run high)")
+    print("slowest top-level imports (cumulative ms):")
     for us, name in top:
         print(f"  {us / 1000:6.1f}  {name.strip()}")
+    print("largest own times, any depth (ms; jinja2.* and the standard library it needs stay, by design):")
+    for own, name in sorted(((own, name) for _, _, name, own in rows), reverse=True)[:12]:
+        print(f"  {own / 1000:6.1f}  {name}")
     return 0
 
 

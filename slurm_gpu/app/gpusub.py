@@ -82,7 +82,8 @@ def read_script(path: str) -> str:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise UsageError(f"script {path}: no such file (usage: gpusub [OPTIONS] SCRIPT [ARGS]... or --wrap=CMD)") from None
+        raise UsageError(f"script {path}: no such file "
+                         "(usage: gpusub [OPTIONS] SCRIPT [ARGS]... or --wrap=CMD)") from None
     except IsADirectoryError:
         raise UsageError(f"script {path}: is a directory, not a batch script") from None
     except PermissionError:

@@ -14,11 +14,18 @@ from __future__ import annotations
 import functools
 import os
 import stat
+from hashlib import sha1  # jinja2 has loaded hashlib already
 
 import jinja2
 from jinja2.bccache import Bucket
 
 _MAX_ENTRY = 1024 * 1024
+# The Environment settings that shape compiled code: an entry is kept per combination (Jinja2's own
+# key is the template's name and file only, and its checksum the template's source only).
+_COMPILE_SETTINGS = ("block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
+                     "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix",
+                     "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "autoescape",
+                     "optimized", "extensions")
 
 
 def _private(st: os.stat_result) -> bool:
@@ -59,7 +66,10 @@ class PrivateBytecodeCache(jinja2.BytecodeCache):
         return stat.S_ISDIR(st.st_mode) and _private(st)
 
     def _entry(self, bucket: Bucket) -> str:
-        return os.path.join(self.directory, f"template-{bucket.key}.bin")
+        env = bucket.environment
+        settings = [getattr(env, name, None) for name in _COMPILE_SETTINGS]
+        digest = sha1(repr([sorted(v) if isinstance(v, dict) else v for v in settings]).encode()).hexdigest()
+        return os.path.join(self.directory, f"template-{bucket.key}-{digest[:12]}.bin")
 
     def load_bytecode(self, bucket: Bucket) -> None:
         data = read_private(self._entry(bucket)) if self.usable else None

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Render gpusub's batch script from ``templates/`` (pure: data in, text out; jinja2 loaded lazily).
 
-The rendered script carries the effective sbatch options as sorted ``#SBATCH`` lines, a header
-comment, the plan's environment, the checkpoint hook point and the user's original script (the
-*payload*) inside a quoted here-document, byte for byte, so no node needs the submitter's files. The
-batch shell writes it into a private directory, runs it once with its own ``#!`` interpreter (as
-sbatch would), stays its parent (signals for the batch shell are passed on) and exits with its code. Every value is quoted twice over: with
-``shlex.quote`` for bash, and for sbatch's own ``#SBATCH`` lexer. A value neither can carry on one
-line (a newline) goes to ``sbatch_argv`` instead of a directive.
+The rendered script carries the effective sbatch options as sorted ``#SBATCH`` lines, a header comment,
+the plan's environment, the checkpoint hook point and the user's original script (the *payload*) inside a
+quoted here-document, byte for byte, so no node needs the submitter's files. The batch shell writes it
+into a private directory, runs it once with its own ``#!`` interpreter (as sbatch would), stays its
+parent (signals for the batch shell are passed on) and exits with its code. Every value is quoted twice
+over: with ``shlex.quote`` for bash, and for sbatch's own ``#SBATCH`` lexer. A value neither can carry on
+one line (a newline) goes to ``sbatch_argv`` instead of a directive.
 """
 
 from __future__ import annotations
@@ -185,7 +185,8 @@ def effective_options(sub: Any, decision: Any, plan: Any, component: int = 0) ->
             type_user_gpu_forms(state, gpu_type)
     for text in getattr(plan, "sbatch_options", ()) or ():
         put(*_split_option(text))
-    if "job-name" not in state and component == 0:  # sbatch names a job after its script; the submitted file has another name
+    # sbatch names a job after its script; the submitted file has another name
+    if "job-name" not in state and component == 0:
         script = getattr(sub, "script_path", None)
         put("job-name", os.path.basename(script) if script and script != "-" else
             ("wrap" if sub.wrap is not None else "sbatch"))
@@ -205,7 +206,8 @@ def _srun_env(srun_options: Iterable[str], spelling: Any) -> tuple[list[tuple[st
     for text in srun_options:
         name, value = _split_option(text)
         if name == "tres-bind" and not has_tres_bind and value and value.startswith("gres/gpu:"):
-            name, value = "gpu-bind", value[len("gres/gpu:") :].replace("map:", "map_gpu:").replace("mask:", "mask_gpu:")
+            kind = value[len("gres/gpu:") :]
+            name, value = "gpu-bind", kind.replace("map:", "map_gpu:").replace("mask:", "mask_gpu:")
         var = SRUN_INPUT_ENV.get(name)
         if var is None or (name == "tres-bind" and not has_tres_bind):
             leftover.append(text)
@@ -246,8 +248,23 @@ def _environment(template_dir: str, bytecode_cache: Any = None) -> Any:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    environment.filters["shquote"] = lambda v: shlex.quote(str(v))
+    environment.filters["shquote"] = shquote
     return environment
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # control characters but tab and newline
+
+
+def shquote(value: object) -> str:
+    """Quote for bash. Text with control characters (other than tab and newline) is written ``$'...'``
+    with escapes, so that the rendered script never holds a raw ``\r`` (before a newline sbatch refuses it
+    as a "DOS line break") or another control byte; everything else is ``shlex.quote``'s single quotes."""
+    text = str(value)
+    if not _CONTROL.search(text):
+        return shlex.quote(text)
+    body = text.replace("\\", "\\\\").replace("'", "\\'")
+    body = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", body)
+    return f"$'{body}'"
 
 
 def _check_value(name: str, value: str | None) -> None:
@@ -284,6 +301,13 @@ def payload_of(sub: Any, script_text: str | None) -> Payload:
     base = os.path.basename(path) if path and path != "-" else "script"
     name = _SAFE_NAME.sub("_", base)[:64].lstrip(".-") or "script"
     return Payload(text=script_text, name=name)
+
+
+def _base64(text: str) -> str:
+    import base64
+
+    raw = base64.b64encode(text.encode("utf-8", "surrogateescape")).decode("ascii")
+    return "\n".join(raw[i:i + 76] for i in range(0, len(raw), 76))
 
 
 def _delimiter(text: str) -> str:
@@ -390,6 +414,7 @@ def render_script(
         "shim": launch == "per-gpu" and bool(shim),
         "shim_text": shim,
         "payload_name": payload.name,
+        "payload_base64": _base64(text) if text.endswith("\r") else "",
         "payload_text": text if text.endswith("\n") else text + "\n",
         "strip_last_newline": bool(text) and not text.endswith("\n"),
         "delimiter": _delimiter(text),

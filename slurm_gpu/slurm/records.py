@@ -37,7 +37,6 @@ class TestOnlyResult(NamedTuple):
     """What ``sbatch --test-only`` reported on stderr:
     ``Job N to start at T using P processors on nodes X in partition Y`` [+ ``Preempts: ...``]."""
 
-    __test__ = False  # not a pytest class
     job_id: int | None
     start: str | None
     processors: int | None
@@ -45,6 +44,9 @@ class TestOnlyResult(NamedTuple):
     partition: str | None
     preempts: tuple[int, ...] = ()
     message: str = ""
+
+
+TestOnlyResult.__test__ = False  # type: ignore[attr-defined]  # not a pytest class (a NamedTuple body has fields only)
 
 
 class JobState(NamedTuple):
@@ -113,6 +115,16 @@ def gpu_indices(gres: str) -> frozenset[int]:
             if text and text != "N/A":
                 idx |= set(parse_cpulist(text))
     return frozenset(idx)
+
+
+def job_tres(record: Mapping[str, str]) -> dict[str, str]:
+    """A job record's TRES as ``{"cpu": "8", "mem": "64000M", "gres/gpu": "2", ...}``: what the job holds
+    once allocated, else what it asks for. 22.05-23.x print one ``TRES=`` field (the request while
+    pending, the allocation once running); 24.11 prints ``ReqTRES=`` and, once allocated, ``AllocTRES=``."""
+    text = record.get("AllocTRES") or record.get("TRES") or record.get("ReqTRES") or ""
+    if text in ("(null)", "None"):
+        text = record.get("ReqTRES") or ""
+    return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
 
 
 def node_allocs(detail_text: str) -> list[NodeAlloc]:
@@ -206,6 +218,7 @@ def parse_nodes(text: str) -> dict[str, dict[str, str]]:
     return out
 
 
-__all__ = ["ACTIVE_STATES", "SubmitResult", "TestOnlyResult", "JobState", "NodeAlloc", "one_line", "parse_kv_line",
+__all__ = ["ACTIVE_STATES", "job_tres",
+           "SubmitResult", "TestOnlyResult", "JobState", "NodeAlloc", "one_line", "parse_kv_line",
            "gpu_indices", "node_allocs", "job_detail", "parse_parsable", "parse_test_only", "exit_code",
            "job_state_of", "parse_nodes", "parse_sbatch_version"]

@@ -20,6 +20,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from slurm_gpu.slurm.records import job_tres
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.join(HERE, "bin")
 SCRIPTS = os.path.join(HERE, "scripts")
@@ -97,7 +99,7 @@ def summarize(line: str) -> dict[str, object]:
     f: dict[str, str] = {}
     for k, v in _FIELD.findall(line.strip()):
         f.setdefault(k, v.strip())
-    tres = dict(kv.split("=", 1) for kv in f.get("TRES", "").split(",") if "=" in kv)
+    tres = job_tres(f)  # TRES= (22.05) or ReqTRES=/AllocTRES= (24.11)
     requested = " ".join(f.get(k, "") for k in ("TresPerNode", "TresPerJob", "TresPerTask", "TresPerSocket"))
     types = sorted(set(re.findall(r"gpu:([A-Za-z][\w.]*):\d+", requested)))
     return {

@@ -12,7 +12,8 @@ from collections import Counter
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location("fidelity_harness", os.path.join(os.path.dirname(__file__), "harness.py"))
+_spec = importlib.util.spec_from_file_location(
+    "fidelity_harness", os.path.join(os.path.dirname(__file__), "harness.py"))
 harness = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("fidelity_harness", harness)
 _spec.loader.exec_module(harness)

@@ -20,18 +20,9 @@ SCRIPT = os.path.join(ROOT, "tests", "policy", "data", "plain-job.sh")  # no #SB
 
 
 @pytest.fixture(scope="module")
-def lab_env() -> dict[str, str]:
-    out = subprocess.run([os.path.join(BIN, "slurm-gpu"), "lab", "env"], capture_output=True, text=True)
-    env = dict(os.environ)
-    for m in re.finditer(r'^export (\w+)="?([^"\n]*)"?$', out.stdout, re.M):
-        env[m.group(1)] = m.group(2).replace("$PATH", os.environ.get("PATH", ""))
-    conf = env.get("SLURM_CONF", "")
-    if out.returncode != 0 or not os.path.isfile(conf):
-        pytest.skip("the Slurm lab is not up (slurm-gpu lab up)")
-    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, env=env, timeout=10)
-    if "UP" not in ping.stdout:
-        pytest.skip("slurmctld of the lab does not answer")
-    return env
+def lab_env(slurm_lab) -> dict[str, str]:
+    """The lab's client environment (the session fixture brings the lab up; it never skips)."""
+    return dict(os.environ) | slurm_lab.env() | {"PATH": f"{BIN}:{os.environ.get('PATH', '')}"}
 
 
 CASES = [

@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from slurm_gpu.placement.plan import BindingPlan
@@ -107,7 +107,9 @@ def test_hostile_strings_never_inject(tmp_path):
 
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
-    @given(name=hostile, comment=hostile, partition=hostile, args=st.lists(hostile, max_size=4),
+    # (partition names come from the validated policy, not from the user)
+    @given(name=hostile, comment=hostile, partition=st.from_regex(r"\A[A-Za-z0-9_][A-Za-z0-9_.-]{0,19}\Z"),
+           args=st.lists(hostile, max_size=4),
            payload_name=filename, env_value=hostile, launch=st.sampled_from(["batch", "per-gpu"]),
            tail=hostile,
            isolation=st.sampled_from(["shared", "strict"]), prelude=st.booleans(),
@@ -119,6 +121,7 @@ def test_hostile_strings_never_inject(tmp_path):
         plan = _plan(launch, isolation, env_value, prelude)
         case_dir = tempfile.mkdtemp(dir=tmp_path, prefix="c")
         text = PAYLOAD_SH + tail  # hostile bytes after `exit 0`: carried, never run
+        assume("\r\n" not in text)  # a DOS line break: sbatch (and gpusub's parse) refuse the script first
         rendered = render_script(sub, decision, plan, spelling, Payload(text, payload_name))
         # sbatch reads back exactly the directive options we meant, and the rest is on its command line
         read_back = parse_submission(["x"], {}, rendered.text)

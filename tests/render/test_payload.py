@@ -43,14 +43,16 @@ HOSTILE = (b"#!/bin/sh\n"
            b"no newline at the end")
 
 
-@pytest.mark.parametrize("tail", [b"", b"\n", b"\n\n"], ids=["no-final-newline", "newline", "blank-line"])
+@pytest.mark.parametrize("tail", [b"", b"\n", b"\n\n", b"\r"],
+                         ids=["no-final-newline", "newline", "blank-line", "ends-in-carriage-return"])
 def test_payload_is_byte_for_byte_and_runs_once(tmp_path, tail):
     original = HOSTILE + tail
-    text = render(["job.sh", "a b", "", "$HOME", "-x"], original)
+    text = render(["job.sh", "a b", "", "$HOME", "-x", "cr\r\nlf"], original)
+    assert "\r\n" not in text  # sbatch refuses a script with a DOS line break
     proc = run_rendered(tmp_path, text, stdin=b"input\x00bytes")
     assert proc.returncode == 7, proc.stderr
     assert (tmp_path / "copy").read_bytes() == original
-    assert (tmp_path / "copy.args").read_bytes() == b"a b||$HOME|-x|"
+    assert (tmp_path / "copy.args").read_bytes() == b"a b||$HOME|-x|cr\r\nlf|"
     assert (tmp_path / "copy.stdin").read_bytes() == b"input\x00bytes"
     assert not (tmp_path / "copy.pwned").exists()
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith("gpusub.")] == []  # private dir removed

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from slurm_gpu import units
+from slurm_gpu.slurm.records import job_tres
 from slurm_gpu.slurm.sbatch.directives import DEFAULT_MAX_SCRIPT_BYTES
 from slurm_gpu.slurm.sbatch.parse import OptionError, parse_submission
 from slurm_gpu.slurm.sbatch.to_request import to_job_request
@@ -55,7 +56,7 @@ def parse(lab, argv, text, env=None):
 
 
 def slurm_gpus(record) -> tuple[int, dict[str, int]]:
-    tres = dict(item.split("=", 1) for item in record["TRES"].split(",") if "=" in item)
+    tres = job_tres(record)  # TRES= (22.05) or ReqTRES=/AllocTRES= (24.11)
     typed = {k.split(":", 1)[1]: int(v) for k, v in tres.items() if k.startswith("gres/gpu:")}
     return int(tres.get("gres/gpu", 0)), typed
 
