@@ -11,9 +11,17 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from slurm_gpu.errors import PolicyError, Rejected, SubmitError, TopologyError, UsageError, exit_code_for
+
+if TYPE_CHECKING:  # the types only: nothing is imported at run time for them
+    from slurm_gpu.placement.plan import BindingPlan
+    from slurm_gpu.policy.model import Policy
+    from slurm_gpu.ports import SlurmClient
+    from slurm_gpu.request import Decision, JobRequest
+    from slurm_gpu.slurm.release import SlurmSpelling
+    from slurm_gpu.slurm.sbatch.parse import Submission
 
 DEFAULT_POLICY_PATH = "/etc/slurm-gpu/policy.yaml"
 
@@ -26,14 +34,14 @@ class Prepared(NamedTuple):
     """Everything decided before anything is written or sent. (The submit path's records are
     NamedTuples: a frozen dataclass costs about 1 ms to create at import, a NamedTuple a tenth.)"""
 
-    submission: Any  # sbatch_options.Submission
-    request: Any  # request.JobRequest
-    decision: Any  # request.Decision
-    plan: Any  # binding.BindingPlan | None
-    spelling: Any  # slurm_version.SlurmSpelling
-    policy: Any  # policy.Policy | None
+    submission: Submission
+    request: JobRequest
+    decision: Decision
+    plan: BindingPlan | None
+    spelling: SlurmSpelling
+    policy: Policy | None
     script_text: str | None
-    component_decisions: tuple[Any, ...] = ()  # one Decision per heterogeneous-job component
+    component_decisions: tuple[Decision, ...] = ()  # one Decision per heterogeneous-job component
 
 
 # ---- inputs ----------------------------------------------------------------------------------
@@ -107,7 +115,7 @@ def read_script(path: str) -> str:
         os.close(fd)
 
 
-def detect_spelling(env: Mapping[str, str], backend: Any):
+def detect_spelling(env: Mapping[str, str], backend: SlurmClient) -> SlurmSpelling:
     """The option spellings of the Slurm we talk to ($GPUSUB_SLURM_VERSION overrides detection)."""
     from slurm_gpu.slurm.release import DEFAULT_VERSION, parse_sbatch_version, spelling_for
 
@@ -133,7 +141,7 @@ def _with_constraint_warnings(decision: Any, request: Any, policy: Any) -> Any:
     return decision._replace(warnings=tuple(decision.warnings) + found) if found else decision
 
 
-def _spank_options(backend: Any) -> tuple[Any, ...]:
+def _spank_options(backend: SlurmClient) -> tuple[Any, ...]:
     """The site's SPANK plugin options, from ``sbatch --help`` (cached); none when sbatch cannot be asked."""
     from slurm_gpu.slurm.sbatch.table import spank_options_from_help
 
@@ -168,7 +176,7 @@ def _no_policy_decision(request: Any):
                     reasons=("no site policy: the job is submitted as sbatch would submit it",))
 
 
-def prepare(argv: list[str], env: Mapping[str, str], backend: Any) -> Prepared:
+def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Prepared:
     """Parse and decide; no files written, nothing submitted."""
     from slurm_gpu.slurm.sbatch.parse import parse_submission
     from slurm_gpu.slurm.sbatch.to_request import to_job_request
@@ -434,14 +442,15 @@ def _json_record(prep: Prepared, job_id: Any) -> dict[str, Any]:
             "warnings": all_warnings(prep)}
 
 
-def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str], backend: Any = None) -> int:
+def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
+        backend: SlurmClient | None = None) -> int:
     """gpusub: returns the exit code; raises SlurmGpuError subclasses for the CLI to report."""
     backend = backend if backend is not None else make_backend(env)
     try:
         prep = prepare(argv, env, backend)
     except InfoRequested as info:
         from slurm_gpu import __version__
-        from slurm_gpu.cli.gpusub import HELP_TEXT
+        from slurm_gpu.app.usage import HELP_TEXT
 
         out.write(f"gpusub, version {__version__}\n" if str(info) == "version" else HELP_TEXT)
         return 0

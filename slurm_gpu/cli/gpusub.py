@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``gpusub``: sbatch, plus the site policy and GPU/CPU binding from node topology.
 
-Exit codes: 0 ok; 1 rejected by the policy, or Slurm failed/unreachable; 2 usage (bad option, missing script).
+Exit codes: 0 ok; 1 rejected by the policy, or Slurm failed/unreachable; 2 usage (bad option, bad script).
 
 The plain submit path does not import click (it costs about three bare interpreter starts): ``main``
 hands argv straight to :func:`slurm_gpu.app.gpusub.run` and only builds the click command for ``--help``,
@@ -15,47 +15,10 @@ import os
 import sys
 
 from slurm_gpu import __version__
+from slurm_gpu.app.usage import HELP_TEXT  # one text for click and the submit path
 
 HELP_WORDS = ("--help", "-h", "--usage")
 VERSION_WORDS = ("--version", "-V")
-
-HELP_TEXT = """\
-Usage: gpusub [GPUSUB OPTIONS] [SBATCH OPTIONS] SCRIPT [ARGS]...
-
-  Submit a batch job like sbatch, placed by the site policy and bound to its GPUs'
-  local CPU cores.  Every sbatch option works, in every form sbatch accepts (long and
-  short, --opt=value and --opt value, SBATCH_* variables, #SBATCH lines in the script).
-
-gpusub options:
-  --explain            Print the policy decision and the binding plan; submit nothing.
-  --json               Machine-readable output (with --explain, or the submitted job).
-  --dry-run            Print the rendered batch script and the exact sbatch argv; submit
-                       nothing (needs no reachable Slurm).
-  --test-only          Ask Slurm (sbatch --test-only) whether and when the job would start.
-  --wait               Follow the job to its end; exit with the job's exit code.
-  --policy FILE        Site policy (default: $GPUSUB_POLICY, then /etc/slurm-gpu/policy.yaml;
-                       with none, gpusub behaves like sbatch).
-  --class NAME         Ask for a job class of the policy.
-  --gpu-isolation strict|shared
-                       shared (default): every task sees all of the job's GPUs on its node,
-                       LOCAL_RANK picks its own, NCCL P2P/CUDA IPC keep working.
-                       strict: each task sees only its own GPU(s).
-  --launch srun|batch  Launch the payload through srun with the binding (default for
-                       multi-task jobs), or run it directly in the batch step.
-  --gpu-fraction F     Ask for part of one GPU (0.25, 1/7, 30%): a MIG slice or an MPS share,
-                       as the policy's isolation rules say.
-  --model-params N --precision P --optimizer O
-                       Check that the model fits the GPU memory (VRAM fit).
-  -V, --version        Show the version and exit.
-  -h, --help           Show this message and exit.
-
-sbatch options: see `man sbatch`; they pass through unchanged unless the policy or the
-binding plan sets them (--explain shows which).
-
-Exit status: 0 ok, 1 rejected by the policy or failed in Slurm, 2 usage error.
-Environment: GPUSUB_POLICY, GPUSUB_TIMEOUT_S (Slurm client timeout, default 15),
-GPUSUB_SLURM_VERSION (skip detection, e.g. 24.11.5), SLURM_CONF.
-"""
 
 
 def _report(exc: BaseException) -> int:
