@@ -195,7 +195,10 @@ def plan_per_gpu(request: Any, decision: Any, topo: Any, spelling: Any, isolatio
         opts.append("--distribution=block:block")
         why.append("--distribution=block:block: cores fill one socket before the next, so an uneven GPU split "
                    "(3 GPUs = 2 + 1) gets its cores in the same ratio")
-    if fits_local and cpus_per_task * tasks_per_socket <= min(lay.cores_per_socket for lay in layouts):
+    if not getattr(spelling, "enforce_binding_keeps_shape", True):
+        why.append(f"no --gres-flags=enforce-binding: on Slurm {spelling.label} it gives the job every core of "
+                   "its GPUs' sockets instead of the planned cores per task")
+    elif fits_local and cpus_per_task * tasks_per_socket <= min(lay.cores_per_socket for lay in layouts):
         opts.append("--gres-flags=enforce-binding")
         why.append("--gres-flags=enforce-binding: the job's cores fit the GPUs' local sockets")
     else:

@@ -10,9 +10,11 @@ that sbatch would start. Measured on 22.05.8 in the lab (h100x8: GPUs 0-3 local 
 
 - ``--gres-flags=enforce-binding`` keeps the job's cores on the sockets of its GPUs. slurmctld refuses
   the job ("Requested node configuration is not available") when the CPUs per node exceed the cores
-  of the sockets its GPUs can come from, so it is added only when they fit.
+  of the sockets its GPUs can come from, so it is added only when they fit, and only on the Slurm
+  versions where it keeps the shape (``spelling.enforce_binding_keeps_shape``): on 24.11.5 a job with
+  it gets every core of its GPUs' sockets (``-c 8`` with 2 GPUs: 16 CPUs), so there it is never added.
 - ``--ntasks-per-socket`` spreads a multi-task job's cores over the sockets its GPUs span
-  (``--ntasks=8 -c 2`` with 8 GPUs gets cores 0-15 without it, 0-7,16-23 with it). It caps the
+  (``--ntasks=8 -c 2`` with 8 GPUs gets cores 0-15 without it, 0-7,16-23 with it; same on 24.11.5). It caps the
   tasks per node, so it is added only when the tasks per node are known (``--ntasks-per-node``, or
   ``--ntasks`` with ``--nodes``) and the cap keeps them all; never next to ``--cpus-per-gpu``
   (22.05.8 finds no node for the pair).
@@ -253,7 +255,11 @@ def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence
     if "gres-flags" not in given:
         fits = (per_node is not None and cpus_per_node is not None
                 and all(cpus_per_node <= lay.cores_per_socket * lay.sockets_needed(per_node) for lay in layouts))
-        if fits:
+        if fits and not spelling.enforce_binding_keeps_shape:
+            why.append(f"no --gres-flags=enforce-binding: on Slurm {spelling.label} it changes the job's CPUs "
+                       "(measured on 24.11.5: a job with it gets every core of its GPUs' sockets, -c 8 with 2 "
+                       "GPUs got 16 CPUs), and the job keeps the shape sbatch gives it")
+        elif fits:
             opts.append("--gres-flags=enforce-binding")
             why.append(f"--gres-flags=enforce-binding: the job's {cpus_per_node} CPU(s) per node fit the "
                        "sockets of its GPUs, so no core comes from a socket without one of its GPUs")

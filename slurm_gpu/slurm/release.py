@@ -57,6 +57,7 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     job_state_is_list: bool  # squeue/scontrol JSON job_state: "RUNNING" (<= 23.02) or ["RUNNING"]
     json_numbers_wrapped: bool  # JSON numbers as {"set","infinite","number"} (>= 23.02 data_parser)
     sinfo_json_key: str  # "nodes" (openapi v0.0.38/39) or "sinfo" (data_parser >= v0.0.40)
+    enforce_binding_keeps_shape: bool  # --gres-flags=enforce-binding leaves NumCPUs/NumNodes/NumTasks as asked
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
     @property
@@ -94,8 +95,13 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                      allow_task_sharing_srun_only=True, has_scontrol_json=False, tres_per_task_sep=":",
                      typed_gpus_per_task_ok=False, cpus_per_gpu_excludes_cpus_per_task=False,
                      gpus_per_task_implies_isolation=True, job_state_is_list=False,
-                     json_numbers_wrapped=False, sinfo_json_key="nodes")),
-    ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True)),  # docs: data_parser plugins
+                     json_numbers_wrapped=False, sinfo_json_key="nodes", enforce_binding_keeps_shape=True)),
+    ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True,  # docs: data_parser plugins
+                      # measured on 24.11.5 (docs/gpusub.md "Placement"): with enforce-binding a job with
+                      # --cpus-per-task gets every core of its GPUs' sockets (-c 8 + 2 h100: NumCPUs=16, not 8;
+                      # -c 8 + 4 a100: 32) and --gpus=h100:8 spreads over 2 nodes (NumNodes=2, NumTasks=2);
+                      # 22.05.8 keeps the shape. 23.02-24.05 not measured: treated as 24.11 (the shape rule wins)
+                      enforce_binding_keeps_shape=False)),
     ((23, 11, 0), dict(gres_prefix="gres/", has_tres_bind=True, cpus_per_gpu_excludes_cpus_per_task=True,
                        job_state_is_list=True, sinfo_json_key="sinfo")),
     ((23, 11, 4), dict(has_allow_task_sharing=True)),

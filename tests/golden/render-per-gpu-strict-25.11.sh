@@ -6,7 +6,6 @@
 #SBATCH --cpus-per-task=4
 #SBATCH --distribution=block:block
 #SBATCH --gpus=h100:4
-#SBATCH --gres-flags=enforce-binding
 #SBATCH --job-name=train.sh
 #SBATCH --ntasks=4
 #SBATCH --ntasks-per-socket=4

@@ -5,7 +5,6 @@
 #SBATCH --account=ml
 #SBATCH --cpus-per-task=2
 #SBATCH --gres=gpu:h100:8
-#SBATCH --gres-flags=enforce-binding
 #SBATCH --job-name=train.sh
 #SBATCH --nodes=1
 #SBATCH --ntasks-per-node=8

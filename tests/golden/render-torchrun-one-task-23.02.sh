@@ -5,7 +5,6 @@
 #SBATCH --account=ml
 #SBATCH --cpus-per-task=16
 #SBATCH --gres=gpu:h100:4
-#SBATCH --gres-flags=enforce-binding
 #SBATCH --job-name=llama-7b
 #SBATCH --partition=batch
 #SBATCH --qos=normal

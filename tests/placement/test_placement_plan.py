@@ -24,11 +24,14 @@ SHAPE = ("--ntasks=", "--nodes=", "--cpus-per-task=", "--cpus-per-gpu=", "--mem"
          "--sockets-per-node", "--ntasks-per-node=", "--gpus-per-socket")
 
 
-def plan(layout=H100, defaults=None, given=(), **req):
+S2411 = spelling_for((24, 11, 5))
+
+
+def plan(layout=H100, defaults=None, given=(), spelling=S2205, **req):
     gtype = "h100" if layout is H100 else "a100"
     request = JobRequest(gpu_type=gtype, **req)
     decision = Decision(accepted=True, gpus=request.total_gpus, gpu_type=gtype)
-    return plan_placement(request, decision, S2205, [layout], defaults=defaults, given=given)
+    return plan_placement(request, decision, spelling, [layout], defaults=defaults, given=given)
 
 
 CASES = [
@@ -120,3 +123,42 @@ def test_constraint_no_node_has(constraint, warned):
 
     got = constraint_warnings(constraint, [("h100x8", ("h100", "mig", "rack1"))], "h100")
     assert bool(got) == warned, got
+
+
+# Slurm 24.11.5 (measured in the 24.11 lab, docs/gpusub.md "Placement"): --gres-flags=enforce-binding gives a
+# job every core of its GPUs' sockets (-c 8 with 2 h100: NumCPUs 16 instead of 8; -c 8 with 4 a100: 32 instead
+# of 8), so gpusub never adds it there; --ntasks-per-socket keeps the shape there (8 tasks x 2 CPUs: 16 CPUs on
+# cores 0-7,16-23) and is still added.
+CASES_2411 = [
+    ("1task-c16-4gpu", H100, dict(gpus_per_node=4, cpus_per_task=16), []),
+    ("8tasks-per-node-c2-8gpu", H100, dict(gpus_per_node=8, ntasks_per_node=8, cpus_per_task=2),
+     ["--ntasks-per-socket=4"]),
+    ("ntasks8-c2-8gpu-2-nodes", H100, dict(gpus_per_node=8, ntasks=16, nodes=2, cpus_per_task=2),
+     ["--ntasks-per-socket=4"]),
+    ("gpus-per-job-2-c8", H100, dict(gpus=2, cpus_per_task=8), []),
+    ("a100-4gpu-c8-one-node", A100, dict(gpus_per_node=4, cpus_per_task=8, nodes=1), []),
+    ("a100-1gpu-c4", A100, dict(gpus=1, cpus_per_task=4), []),
+    ("a100-4gpu-4tasks", A100, dict(gpus_per_node=4, ntasks_per_node=4, cpus_per_task=4), ["--ntasks-per-socket=2"]),
+]
+
+
+@pytest.mark.parametrize("layout,req,expected", [c[1:] for c in CASES_2411], ids=[c[0] for c in CASES_2411])
+def test_placement_options_on_24_11(layout, req, expected):
+    p = plan(layout, spelling=S2411, **req)
+    assert list(p.sbatch_options) == expected
+    assert any(w.startswith("no --gres-flags=enforce-binding: on Slurm 24.11.5 it changes the job's CPUs")
+               for w in p.explanation), p.explanation
+
+
+@pytest.mark.parametrize("version,added", [((22, 5, 8), True), ((23, 2, 7), False), ((23, 11, 10), False),
+                                           ((24, 11, 5), False), ((25, 11, 0), False)])
+def test_enforce_binding_only_where_it_keeps_the_shape(version, added):
+    p = plan(spelling=spelling_for(version), gpus=2, cpus_per_task=8)
+    assert ("--gres-flags=enforce-binding" in p.sbatch_options) is added
+
+
+def test_user_gres_flags_kept_on_24_11():
+    p = plan(spelling=S2411, gpus_per_node=8, ntasks_per_node=8, cpus_per_task=2, given=("gres-flags",))
+    assert list(p.sbatch_options) == ["--ntasks-per-socket=4"]
+    assert any(w == "kept --gres-flags as set by you or the policy" for w in p.explanation)
+    assert not any("changes the job's CPUs" in w for w in p.explanation)

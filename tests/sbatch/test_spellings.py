@@ -39,9 +39,12 @@ def test_mig_types_are_gres_types(gres, gpu_type, profile, count):
 
 
 def test_count_less_type_starting_with_a_digit_is_refused_as_slurm_reads_it():
-    # measured: --gres=gpu:1g.10gb -> "Invalid Trackable RESource (TRES) specification" (Slurm reads "1g")
+    # measured on 22.05.8: --gres=gpu:1g.10gb -> "Invalid Trackable RESource (TRES) specification" (Slurm
+    # reads "1g" as the count); 24.11.5 takes it as the type 1g.10gb, count 1
     with pytest.raises(OptionError, match=r"--gres: .*gpu:1g\.10gb:1"):
-        P(["--gres=gpu:1g.10gb", "x"])
+        parse_submission(["--gres=gpu:1g.10gb", "x"], {}, None, version=(22, 5, 8))
+    sub = parse_submission(["--gres=gpu:1g.10gb", "x"], {}, None, version=(24, 11, 5))
+    assert to_job_request(sub).gpu_types == ("1g.10gb",)
 
 
 def test_mps_and_shards_are_not_gpu_counts():

@@ -78,6 +78,8 @@ def check_value(name: str, value: str | None, origin: str, line: int | None = No
     check = _VALIDATORS.get(name)
     if name == "exclusive":  # the accepted words depend on the release
         check = lambda v: sv.parse_exclusive(v, version)  # noqa: E731
+    elif name == "gres":  # so does a type that starts with a digit
+        check = lambda v: sv.parse_gres(v, version)  # noqa: E731
     if check is None or value is None:
         return
     try:

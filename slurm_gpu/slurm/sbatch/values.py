@@ -100,8 +100,15 @@ class GresItem(NamedTuple):
     count: int  # type: ignore[assignment]  # Slurm's word; hides tuple.count, which nothing uses
 
 
-def parse_gres(text: str) -> tuple[GresItem, ...]:
-    """``--gres`` list; accepts the ``gres/`` and ``gres:`` prefixes Slurm itself writes. ``none`` = ()."""
+# 22.05.8 reads --gres=gpu:1g.10gb as the count "1g" and refuses it (measured); 24.11.5 takes it as the
+# type 1g.10gb, count 1 (measured: the job is created). 23.02-24.05 not measured: treated as 22.05.
+GRES_DIGIT_TYPE_SINCE = (24, 11, 0)
+
+
+def parse_gres(text: str, version: tuple[int, ...] | None = None) -> tuple[GresItem, ...]:
+    """``--gres`` list; accepts the ``gres/`` and ``gres:`` prefixes Slurm itself writes. ``none`` = ().
+    ``version``: the sbatch release to check against (None: accept what any release accepts)."""
+    digit_type_ok = version is None or tuple(version) >= GRES_DIGIT_TYPE_SINCE
     t = text.strip()
     if t.lower() == "none":
         return ()
@@ -120,7 +127,7 @@ def parse_gres(text: str) -> tuple[GresItem, ...]:
             elif len(bits) == 2:
                 if re.match(_COUNT_RE, bits[1]):
                     items.append(GresItem(bits[0], None, _gres_count(bits[1])))
-                elif bits[1] and not bits[1][0].isdigit():
+                elif bits[1] and (not bits[1][0].isdigit() or digit_type_ok):
                     items.append(GresItem(bits[0], bits[1], 1))
                 elif bits[1]:  # Slurm reads "gpu:1g.10gb" as a count ("1g") and refuses the rest
                     raise _bad(text, f"{GRES_FORMS}; a type that starts with a digit needs its count "
