@@ -10,9 +10,11 @@ Default mode: a fixed (seeded) mixed stream of CPU-only jobs (6-14 cores) and 1/
 1-4-GPU a100 jobs, submitted once with plain sbatch and once with gpusub, in one run. Each GPU job's
 allocation is read from ``scontrol show job -d`` when it starts and checked against gres.conf
 ``Cores=``: every allocated GPU has at least one of the job's cores on its socket
-(slurm_gpu.placement.locality.check_job with one core per GPU, which also flags cores remote to all the job's
-GPUs). Printed per way: the share of started GPU jobs meeting the rule, GPUs allocated per minute
-(GPUs / time from the first submission to the last GPU job's start), and the ratio gpusub/plain.
+(slurm_gpu.placement.locality.check_job with one core per GPU, which also flags cores remote to all
+the job's GPUs). Printed per way: the share of started GPU jobs meeting the rule, GPUs allocated per minute
+(GPUs / time from the first submission to the last GPU job's start), and the ratio gpusub/plain;
+then each GPU job's start, both ways, and the time each way took to submit the stream (job starts
+are polled once all jobs are submitted, so a slower submission shows in the first starts).
 
 ``--table``: the placement table of docs/gpusub.md: every shape of :data:`SHAPES`, pinned to one node
 (``-w``), both ways, on an idle node and with a CPU-only job holding 8 cores of the node first; prints
@@ -153,6 +155,8 @@ def one_pass(way: str, jobs: list[dict], env: dict[str, str], gres: dict, timeou
         else:
             text = script_text(job["type"], job["gpus"], job["form"], job["sleep"])
             ids[submit_gpu(way, text, f"job{k}.sh", COMMON, env, work)] = job
+    submit_s = time.monotonic() - start  # all jobs submitted; starts are seen from here on
+    order = {j: k for k, j in enumerate(ids)}  # job id -> position in the stream
     gpu_ids = {j for j, job in ids.items() if job["kind"] == "gpu"}
     started: dict[int, float] = {}
     verdict: dict[int, list[str]] = {}
@@ -175,7 +179,7 @@ def one_pass(way: str, jobs: list[dict], env: dict[str, str], gres: dict, timeou
     bad = {j: f"{label(ids[j])}: {verdict[j][0]}" for j in started if verdict[j]}
     return {"way": way, "gpu_jobs": len(gpu_ids), "started": len(started), "ok": ok, "gpus": gpus,
             "span_s": span_s, "gpus_per_min": gpus / (span_s / 60) if started else 0.0, "bad": bad,
-            "waiting": waiting}
+            "waiting": waiting, "submit_s": submit_s, "start_by_index": {order[j]: t for j, t in started.items()}}
 
 
 def wait_idle(env: dict[str, str], timeout_s: float = 60, nodes: str | None = None) -> bool:
@@ -199,11 +203,11 @@ def bench(args: argparse.Namespace, env: dict[str, str], gres: dict) -> int:
             print(f"  note: other jobs still queued before the {way} pass: {run(['squeue', '-h'], env, '/')}")
         results.append(one_pass(way, jobs, env, gres, args.timeout))
     print(f"\n{'way':8} {'GPU jobs':>9} {'started':>8} {'locality ok':>12} {'share':>7} {'GPUs':>5} "
-          f"{'span s':>7} {'GPUs/min':>9}")
+          f"{'span s':>7} {'GPUs/min':>9} {'submit s':>9}")
     for r in results:
         share = r["ok"] / r["started"] if r["started"] else 0.0
         print(f"{r['way']:8} {r['gpu_jobs']:9d} {r['started']:8d} {r['ok']:12d} {share:7.0%} {r['gpus']:5d} "
-              f"{r['span_s']:7.1f} {r['gpus_per_min']:9.1f}")
+              f"{r['span_s']:7.1f} {r['gpus_per_min']:9.1f} {r['submit_s']:9.1f}")
     plain, ours = results
     ratio = ours["gpus_per_min"] / plain["gpus_per_min"] if plain["gpus_per_min"] else float("nan")
     print(f"\nallocation rate gpusub/plain = {ratio:.2f}x (goal >= 0.98x); "
@@ -213,6 +217,13 @@ def bench(args: argparse.Namespace, env: dict[str, str], gres: dict) -> int:
             print(f"  {r['way']} job {j} fails the rule: {why}")
         for j, why in r["waiting"].items():
             print(f"  {r['way']} job {j} not started within {args.timeout:g} s: {why}")
+    print("\nGPU job start (s after the first submission), in stream order:")
+    for k, job in enumerate(jobs):
+        if job["kind"] == "gpu":
+            t = [r["start_by_index"].get(k) for r in results]
+            cells = [f"{x:6.1f}" if x is not None else "     -" for x in t]
+            diff = f"{t[1] - t[0]:+6.1f}" if None not in t else ""
+            print(f"  {k:2d} {label(job):22} plain {cells[0]}  gpusub {cells[1]}  {diff}")
     if any(r["waiting"] for r in results):
         print("  (a pass that did not start every GPU job: its GPUs/min counts only the started ones)")
     return 0

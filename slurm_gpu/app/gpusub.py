@@ -321,9 +321,15 @@ def make_plan(request: Any, decision: Any, policy: Any, spelling: Any, gpusub_op
     if not candidates:
         return None
     layouts = [load_layout(nt, env or {}) for nt in candidates]
+    # the partition's DefCpuPerGPU is the least over all of its GPU node types (emit.slurm_conf.job_defaults)
+    part = policy.partition(decision.partition) if decision.partition else None
+    names = part.node_types if part is not None and part.node_types else tuple(nt.name for nt in policy.node_types)
+    in_partition = [nt for nt in (policy.node_type(n) for n in names) if nt is not None and nt.gpus > 0]
+    partition_layouts = [load_layout(nt, env or {}) for nt in in_partition] or layouts
     return plan_binding(request, decision, spelling, layouts, launch=gpusub_opts.get("launch"),
                         isolation=gpusub_opts.get("gpu_isolation") or "shared",
-                        defaults=getattr(policy, "defaults", None), given=given, cpu_bind=cpu_bind or "cores")
+                        defaults=getattr(policy, "defaults", None), given=given, cpu_bind=cpu_bind or "cores",
+                        partition_layouts=partition_layouts)
 
 
 # ---- outputs ---------------------------------------------------------------------------------

@@ -52,17 +52,15 @@ def job_defaults(policy: Policy, p: Partition, topologies: Mapping[str, Any] | N
     ``cpus_per_gpu: topology`` the cores local to each GPU, the least over the partition's node types)
     and ``DefMemPerGPU`` (MB). Slurm applies them to every job that gives no CPU or memory count, so a
     plain sbatch job and a gpusub job get the same resources."""
+    from slurm_gpu.placement.plan import default_cpus_per_gpu, node_layout
+
     d = policy.defaults
     parts = []
-    cpg: int | str | None = d.cpus_per_gpu
-    if cpg == "topology" and topologies:
-        from slurm_gpu.placement.plan import node_layout
-
-        names = p.node_types or tuple(nt.name for nt in policy.node_types)
-        local = [node_layout(topologies[n]).local_cores_per_gpu for n in names
-                 if n in topologies and (nt := policy.node_type(n)) is not None and nt.gpus]
-        cpg = min((v for v in local if v > 0), default=None)
-    if isinstance(cpg, int) and not isinstance(cpg, bool) and cpg > 0:
+    names = p.node_types or tuple(nt.name for nt in policy.node_types)
+    layouts = [node_layout(topologies[n]) for n in names
+               if topologies and n in topologies and (nt := policy.node_type(n)) is not None and nt.gpus]
+    cpg = default_cpus_per_gpu(d, layouts)  # the one rule gpusub's placement plan uses too
+    if cpg:
         parts.append(f"DefCpuPerGPU={cpg}")
     if d.mem_per_gpu_mb:
         parts.append(f"DefMemPerGPU={int(d.mem_per_gpu_mb)}")

@@ -182,10 +182,13 @@ def _tasks_per_node(request: Any, nodes: int | None, node_cores: int) -> int | N
 
 def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence[NodeLayout], *,
                    defaults: Any = None, given: Collection[str] = (), cpu_bind: str = "cores",
-                   isolation: str = "shared") -> BindingPlan | None:
+                   isolation: str = "shared", partition_layouts: Sequence[NodeLayout] | None = None,
+                   ) -> BindingPlan | None:
     """The default plan: placement options that keep the job's shape (see the module docstring).
 
     ``given``: names of the sbatch options the user or the policy set; the plan never overrides those.
+    ``partition_layouts``: every GPU node type of the chosen partition (its DefCpuPerGPU is the least
+    over them, as the emitter writes it); default ``layouts``.
     Returns None for a job without GPUs or without a known node type."""
     layouts = [lay for lay in layouts if lay.gpus > 0]
     gpus = int(getattr(decision, "gpus", 0) or request.total_gpus)
@@ -213,7 +216,7 @@ def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence
     user_cpus = bool(_known(request.cpus_per_task) or _known(request.cpus_per_gpu)
                      or {"cpus-per-task", "cpus-per-gpu", "mincpus"} & given)
     local = min(lay.local_cores_per_gpu for lay in layouts) or 1
-    policy_cpg = default_cpus_per_gpu(defaults, layouts)
+    policy_cpg = default_cpus_per_gpu(defaults, partition_layouts or layouts)
     cpg = _known(request.cpus_per_gpu)
     if not user_cpus and policy_cpg:
         cpg = policy_cpg
@@ -244,7 +247,7 @@ def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence
         warnings.append(f"{tpn} tasks per node do not split evenly over the {sockets} sockets of its {per_node} GPUs: "
                         "some GPUs' tasks will have cores on the other socket (ask for a multiple of "
                         f"{sockets} tasks per node)")
-    elif sockets and sockets > 1 and (tpn or 1) == 1 and (cpus_per_node or c) <= min(
+    elif sockets and sockets > 1 and (tpn or 1) == 1 and cpg is None and (cpus_per_node or c) <= min(
             lay.cores_per_socket for lay in layouts):
         warnings.append(f"one task with {cpus_per_node or c} CPU(s) and {per_node} GPUs on {sockets} sockets: "
                         "its cores come from one socket, so the GPUs of the other have no local core "
@@ -322,7 +325,8 @@ def default_cpus_per_gpu(defaults: Any, layouts: Sequence[NodeLayout]) -> int | 
 
 def plan_binding(request: Any, decision: Any, spelling: Any, layouts: Sequence[NodeLayout], *,
                  launch: str | None = None, isolation: str = "shared", defaults: Any = None,
-                 given: Collection[str] = (), cpu_bind: str = "cores") -> BindingPlan | None:
+                 given: Collection[str] = (), cpu_bind: str = "cores",
+                 partition_layouts: Sequence[NodeLayout] | None = None) -> BindingPlan | None:
     """The plan for ``launch``: ``batch`` (default, :func:`plan_placement`) or ``per-gpu`` (opt-in)."""
     if isolation not in ISOLATIONS:
         from slurm_gpu.errors import SlurmGpuError
@@ -334,7 +338,7 @@ def plan_binding(request: Any, decision: Any, spelling: Any, layouts: Sequence[N
         return plan_per_gpu(request, decision, None, spelling, isolation, defaults=defaults, layouts=layouts,
                             given=given, cpu_bind=cpu_bind)
     return plan_placement(request, decision, spelling, layouts, defaults=defaults, given=given,
-                          cpu_bind=cpu_bind, isolation=isolation)
+                          cpu_bind=cpu_bind, isolation=isolation, partition_layouts=partition_layouts)
 
 
 __all__ = ["BindingPlan", "NodeLayout", "node_layout", "plan_placement", "plan_binding", "default_cpus_per_gpu",

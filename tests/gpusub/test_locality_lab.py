@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -25,19 +26,19 @@ from slurm_gpu.placement.locality import check_job, parse_gres_conf, parse_job_d
 pytestmark = pytest.mark.slurm
 
 SHARE = {"h100": 4, "a100": 8}  # cores per GPU users give (the GPU's share of its socket)
-DEF_CPU_PER_GPU = 4  # the lab partitions' DefCpuPerGPU (interactive, batch; emitted from the policy)
 ONE_SOCKET_WARNING = "its cores come from one socket"
 
 
-def script(gtype: str, gpus: int, form: str) -> tuple[str, int, int]:
-    """(script text, tasks, CPUs) of a job as users write it; tasks and CPUs are what sbatch gives it."""
+def script(gtype: str, gpus: int, form: str) -> tuple[str, int, int | None]:
+    """(script text, tasks, CPUs) of a job as users write it; tasks and CPUs are what sbatch gives it
+    (CPUs None: no CPU count, so the partition's DefCpuPerGPU per GPU)."""
     head = [f"--gres=gpu:{gtype}:{gpus}", "--time=10"]
     if form == "srun":
         k = SHARE[gtype]
         head += [f"--ntasks-per-node={gpus}", f"--cpus-per-task={k}"]
         body, tasks, cpus = "srun sleep 120", gpus, gpus * k
     else:
-        body, tasks, cpus = f"torchrun --standalone --nproc_per_node={gpus} train.py", 1, DEF_CPU_PER_GPU * gpus
+        body, tasks, cpus = f"torchrun --standalone --nproc_per_node={gpus} train.py", 1, None
         if form.startswith("c"):
             cpus = int(form[1:])
             head.append(f"--cpus-per-task={cpus}")
@@ -65,7 +66,7 @@ def detail(lab, job_id) -> str:
     return lab.run(["scontrol", "show", "job", "-d", str(job_id)], as_root=True, check=True).stdout
 
 
-def write_job(lab, gtype, gpus, form) -> tuple[str, str, int, int]:
+def write_job(lab, gtype, gpus, form) -> tuple[str, str, int, int | None]:
     work = lab.workdir("loc8")
     text, tasks, cpus = script(gtype, gpus, form)
     path = os.path.join(work, "train.sh")
@@ -94,6 +95,9 @@ def running_detail(lab, job_id) -> str:
 
 def assert_as_asked(lab, job_id, text, gpus, tasks, cpus) -> None:
     fields, _ = lab.show_job(job_id)
+    if cpus is None:  # Slurm's own default for the partition the job landed in
+        part = lab.run(["scontrol", "show", "partition", fields["Partition"]], as_root=True, check=True).stdout
+        cpus = gpus * int(re.search(r"DefCpuPerGPU=(\d+)", part).group(1))
     allocs = parse_job_detail(text)
     assert len(allocs) == 1 and len(allocs[0].gpu_idx) == gpus, text
     assert (fields["NumTasks"], fields["NumCPUs"]) == (str(tasks), str(cpus)), fields
@@ -143,15 +147,18 @@ def test_rule_holds_with_cores_held_by_another_job(slurm_lab, gtype, gpus, form)
         slurm_lab.cancel(blocker, *([job] if job else []))
 
 
-def test_eight_gpus_sixteen_tasks_of_two_with_cores_held(slurm_lab):
-    """The issue-5 shape (``--ntasks-per-node=8 -c 2`` with srun), 8 cores of socket 0 held: gpusub's
-    --ntasks-per-socket puts 4 tasks on each socket, so GPUs 4-7 get local cores too."""
-    work = slurm_lab.workdir("loc8x2")
+@pytest.mark.parametrize("held", [False, True], ids=["idle", "cores-held"])
+def test_issue5_shape_eight_tasks_of_two_cpus(slurm_lab, held):
+    """``--ntasks=8 -c 2`` with 8 GPUs and srun inside: plain sbatch gets cores 0-15, all on socket 0
+    (test_gpusub_lab.py::test_plain_sbatch_fails_the_rule); gpusub's --ntasks-per-socket=4 gives each
+    socket 4 tasks, so GPUs 4-7 get local cores too, also with 8 cores of socket 0 held."""
+    work = slurm_lab.workdir("issue5")
     path = os.path.join(work, "train.sh")
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write("#!/bin/bash\n#SBATCH --gres=gpu:h100:8\n#SBATCH --ntasks-per-node=8\n#SBATCH --cpus-per-task=2\n"
+        fh.write("#!/bin/bash\n#SBATCH --gres=gpu:h100:8\n#SBATCH --ntasks=8\n#SBATCH --cpus-per-task=2\n"
                  "#SBATCH --time=10\nsrun sleep 120\n")
-    blocker = hold_cores(slurm_lab, "h100n2")
+    assert "--ntasks-per-socket=4" in explain(slurm_lab, [path], work)["binding"]["sbatch_options"]
+    blocker = hold_cores(slurm_lab, "h100n2") if held else None
     job = None
     try:
         job = submit(slurm_lab, ["-w", "h100n2", path], work)
@@ -159,7 +166,7 @@ def test_eight_gpus_sixteen_tasks_of_two_with_cores_held(slurm_lab):
         assert_as_asked(slurm_lab, job, text, 8, 8, 16)
         assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=1) == [], text
     finally:
-        slurm_lab.cancel(blocker, *([job] if job else []))
+        slurm_lab.cancel(*[j for j in (blocker, job) if j])
 
 
 @pytest.mark.parametrize("gtype, gpus, form", WARNED, ids=[f"{t}x{n}-{f}" for t, n, f in WARNED])

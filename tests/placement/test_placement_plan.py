@@ -162,3 +162,15 @@ def test_user_gres_flags_kept_on_24_11():
     assert list(p.sbatch_options) == ["--ntasks-per-socket=4"]
     assert any(w == "kept --gres-flags as set by you or the policy" for w in p.explanation)
     assert not any("changes the job's CPUs" in w for w in p.explanation)
+
+
+def test_partition_def_cpu_per_gpu_is_the_least_over_its_node_types():
+    # batch holds h100x8 (4 local cores per GPU) and a100x4 (8): the emitter writes DefCpuPerGPU=4, and an
+    # a100 job there gets 4 per GPU, spread per GPU by Slurm (no one-socket warning)
+    request = JobRequest(gpu_type="a100", gpus_per_node=4)
+    decision = Decision(accepted=True, gpus=4, gpu_type="a100")
+    p = plan_placement(request, decision, S2205, [A100], defaults=SimpleNamespace(cpus_per_gpu="topology"),
+                       partition_layouts=[H100, A100])
+    assert p.cpus_per_gpu == 4 and not p.warnings
+    alone = plan_placement(request, decision, S2205, [A100], defaults=SimpleNamespace(cpus_per_gpu="topology"))
+    assert alone.cpus_per_gpu == 8

@@ -35,7 +35,7 @@ def _count(minimum: int) -> Callable[[str], int]:
     return lambda text: sv.parse_count(text, minimum)
 
 
-_VALIDATORS = {
+_VALIDATORS: dict[str, Callable[[str], object]] = {
     "time": units.parse_time_minutes,
     "time-min": units.parse_time_minutes,
     "mem": units.parse_mem_mb,
@@ -75,7 +75,7 @@ def _where(origin: str, line: int | None, env_var: str | None) -> str:
 
 def check_value(name: str, value: str | None, origin: str, line: int | None = None, env_var: str | None = None,
            version: Version | None = None) -> None:
-    check = _VALIDATORS.get(name)
+    check: Callable[[str], object] | None = _VALIDATORS.get(name)
     if name == "exclusive":  # the accepted words depend on the release
         check = lambda v: sv.parse_exclusive(v, version)  # noqa: E731
     elif name == "gres":  # so does a type that starts with a digit
