@@ -8,7 +8,9 @@ environment > ``#SBATCH`` lines) has been applied. Nothing here does I/O.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
+
+from slurm_gpu.plain import NamedTuple
 
 
 class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms less of gpusub's start each

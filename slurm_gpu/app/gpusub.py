@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any
 
 from slurm_gpu.errors import PolicyError, Rejected, SubmitError, TopologyError, UsageError, exit_code_for
+from slurm_gpu.plain import NamedTuple
 
 if TYPE_CHECKING:  # the types only: nothing is imported at run time for them
     from slurm_gpu.placement.plan import BindingPlan
@@ -270,12 +271,14 @@ def load_layout(node_type: Any, env: Mapping[str, str]):
     """A node type's NodeLayout from its topology file, through a small JSON cache (so that gpusub
     does not import the parsers and YAML on every submission)."""
     import json
+    from hashlib import sha256  # jinja2 loads hashlib anyway
 
-    from slurm_gpu.hostlist import compress_hostlist
     from slurm_gpu.placement.plan import NodeLayout, node_layout
 
-    hosts = compress_hostlist(list(node_type.nodes)) if node_type.nodes else ""
-    key = f"{_topology_key(node_type.topology)}|{node_type.name}|{hosts}"
+    # keyed by the node names themselves: compressing them to a hostlist needs the hostlist library,
+    # which a cache hit then does not import
+    names = sha256(",".join(node_type.nodes).encode()).hexdigest()
+    key = f"{_topology_key(node_type.topology)}|{node_type.name}|{names}"
     cache_file = os.path.join(_cache_dir(env), "layouts.json")
     try:
         with open(cache_file, encoding="utf-8") as fh:
@@ -292,8 +295,10 @@ def load_layout(node_type: Any, env: Mapping[str, str]):
                               cores_per_socket=hit["cores_per_socket"], sockets=hit["sockets"])
         except (KeyError, TypeError, ValueError):
             pass
+    from slurm_gpu.hostlist import compress_hostlist
     from slurm_gpu.topology import load_topology_file
 
+    hosts = compress_hostlist(list(node_type.nodes)) if node_type.nodes else ""
     try:
         layout = node_layout(load_topology_file(node_type.topology), node_type.name, hosts)
     except (OSError, TopologyError) as exc:

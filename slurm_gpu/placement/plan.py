@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
-from typing import Any, NamedTuple
+from typing import Any
+
+from slurm_gpu.plain import NamedTuple
 
 ISOLATIONS = ("shared", "strict")
 LAUNCHES = ("batch", "per-gpu")  # batch: the script runs once, as under sbatch (default)

@@ -11,9 +11,10 @@ Units are in the names (``_min``, ``_s``, ``_gb``, ``_mb``, ``_pct``). ``None`` 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal, get_args
 
+from slurm_gpu.plain import Record, record
 from slurm_gpu.policy.kinds import (
     Bool,
     Const,
@@ -47,8 +48,10 @@ def _names(key: str, doc: str) -> dict[str, Any]:
     return yaml(key, NAMES, doc)
 
 
-@dataclass(frozen=True)
-class GpuType:
+@record
+class GpuType(Record):
+    """A GPU type (``gpu_types``)."""
+
     name: str = field(metadata=yaml("name", Name(), "the GPU type, as in Slurm's gres (gpu:<name>)"))
     memory_gb: float = field(metadata=yaml("memory_gb", Number(gt=0), "memory of one GPU in GB"))
     mig_capable: bool = field(default=False, metadata=yaml("mig_capable", Bool(), "can be split into MIG slices"))
@@ -58,8 +61,10 @@ class GpuType:
     features: tuple[str, ...] = field(default=(), metadata=_names("features", "node features of this GPU type"))
 
 
-@dataclass(frozen=True)
-class NodeType:
+@record
+class NodeType(Record):
+    """A node type (``node_types``): its nodes, GPUs and topology file."""
+
     name: str = field(metadata=yaml("name", Name(), "the node type"))
     topology: str = field(metadata=yaml(
         "topology", Text(), "topology file, relative to the policy file (resolved to an absolute path; may not exist)"))
@@ -71,8 +76,10 @@ class NodeType:
     hostlist: str = ""  # the hostlist as written ("h100n[1-2]"), from ``nodes``
 
 
-@dataclass(frozen=True)
-class Partition:
+@record
+class Partition(Record):
+    """A Slurm partition (``partitions``)."""
+
     name: str = field(metadata=yaml("name", Name(), "the Slurm partition"))
     node_types: tuple[str, ...] = field(metadata=_names("node_types", "node types whose nodes form the partition"))
     gpu_types: tuple[str, ...] = field(default=(), metadata=_names(
@@ -95,8 +102,10 @@ class Partition:
         return policy.partition_nodes(self.name)
 
 
-@dataclass(frozen=True)
-class Qos:
+@record
+class Qos(Record):
+    """A Slurm QOS (``qos``)."""
+
     name: str = field(metadata=yaml("name", Name(), "the Slurm QOS"))
     priority: int = field(default=0, metadata=yaml("priority", Int(0), "QOS priority"))
     max_gpus_per_job: int | None = field(default=None, metadata=yaml("max_gpus_per_job", Int(0), "unset: none"))
@@ -107,8 +116,8 @@ class Qos:
     preempts: tuple[str, ...] = field(default=(), metadata=_names("preempts", "QOS whose jobs this QOS preempts"))
 
 
-@dataclass(frozen=True)
-class Match:
+@record
+class Match(Record):
     """A class's match rules; every rule that is set must hold. ``None`` / ``()`` = any."""
 
     min_gpus: int | None = field(default=None, metadata=yaml("min_gpus", Int(0), "at least this many GPUs"))
@@ -127,8 +136,10 @@ class Match:
     groups: tuple[str, ...] = field(default=(), metadata=_names("groups", "Unix groups accepted (any one)"))
 
 
-@dataclass(frozen=True)
-class JobClass:
+@record
+class JobClass(Record):
+    """A job class (``classes``): its partition, QOS, match rules and added options."""
+
     name: str = field(metadata=yaml("name", Name(), "the job class"))
     partition: str = field(metadata=yaml("partition", Name(), "partition of the class's jobs"))
     qos: str | None = field(default=None, metadata=yaml("qos", Name(), "QOS; unset: the partition's default_qos"))
@@ -140,8 +151,10 @@ class JobClass:
     description: str = field(default="", metadata=yaml("description", Text(), "shown by gpusub --explain"))
 
 
-@dataclass(frozen=True)
-class Defaults:
+@record
+class Defaults(Record):
+    """Site defaults (``defaults``)."""
+
     cpus_per_gpu: int | Literal["topology"] = field(default="topology", metadata=yaml(
         "cpus_per_gpu", CpusPerGpu(), "a number, or topology (the binding planner decides)"))
     mem_per_gpu_mb: int | None = field(default=None, metadata=yaml("mem_per_gpu", MemMB(), "e.g. 64G"))
@@ -154,8 +167,8 @@ class Defaults:
         "untyped_gpus", Enum(get_args(UntypedGpus)), "resolve untyped GPU requests to a type, or reject them"))
 
 
-@dataclass(frozen=True)
-class Isolation:
+@record
+class Isolation(Record):
     """How a request for part of a GPU (``gpu_fraction``) is served."""
 
     fraction_mode: FractionMode = field(default="mig-then-mps", metadata=yaml(
@@ -202,8 +215,10 @@ MESSAGE_FIELDS: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass(frozen=True)
-class Policy:
+@record
+class Policy(Record):
+    """A whole site policy: the top file with its includes merged."""
+
     version: int = field(metadata=yaml("version", Const(1), "the format version; required in every file"))
     name: str = field(metadata=yaml("name", Name(), "top file only; default: the file name"))
     description: str = field(default="", metadata=yaml("description", Text(), "top file only"))

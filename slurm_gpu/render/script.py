@@ -17,10 +17,11 @@ import os
 import re
 import shlex
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from slurm_gpu import __version__
 from slurm_gpu.errors import UsageError
+from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.sbatch.table import BY_NAME, MEMORY_GROUP, SAME_FIELD
 
 TEMPLATE_NAME = "batch.sh.j2"

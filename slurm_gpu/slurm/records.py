@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import NamedTuple
 
 from slurm_gpu.cpulist import parse_cpulist
 from slurm_gpu.hostlist import expand_hostlist
+from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.release import parse_sbatch_version
 
 # States in which a job may still run or run again; every other state is final.

@@ -7,7 +7,9 @@ release notes/man pages (marked "docs" below). Pure: no I/O.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
+
+from slurm_gpu.plain import NamedTuple
 
 Version = tuple[int, int, int]  # (major, minor, micro): 22.05.8 -> (22, 5, 8); the one version type
 

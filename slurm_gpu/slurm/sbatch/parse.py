@@ -17,9 +17,10 @@ environment in :mod:`.getopt`, value grammars in :mod:`.values`, the ``#SBATCH``
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.release import Version, as_version
 from slurm_gpu.slurm.sbatch.directives import DEFAULT_MAX_SCRIPT_BYTES, check_script, script_directives
 from slurm_gpu.slurm.sbatch.getopt import RESET, Event, OptionError, check_value, env_events, getopt
@@ -45,8 +46,8 @@ __all__ = [
 Options = tuple[tuple[str, "str | None"], ...]
 
 
-@dataclass(frozen=True)
-class Submission:
+@record
+class Submission(Record):
     """The effective submission after sbatch's precedence (cli > env > ``#SBATCH``), per option.
 
     ``options`` are the first (for a normal job, the only) component's; ``components`` holds one option

@@ -17,8 +17,9 @@ Read from sbatch(1) (doc/man/man1/sbatch.1) and cross-checked with sbatch's geto
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
+from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.release import Version
 
 OLDEST: Version = (22, 5, 0)

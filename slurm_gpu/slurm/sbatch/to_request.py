@@ -9,9 +9,10 @@ checked the way slurmctld checks them at submission (measured on 22.05.8, see do
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from slurm_gpu import units
+from slurm_gpu.plain import NamedTuple
 from slurm_gpu.request import JobRequest
 from slurm_gpu.slurm.sbatch import values as sv
 

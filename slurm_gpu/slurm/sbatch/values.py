@@ -9,7 +9,8 @@ naming the option (and the script line); click ParamTypes can call the same func
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+
+from slurm_gpu.plain import NamedTuple
 
 GPUS_FORMS = "N or TYPE:N, comma separated (e.g. 2, a100:2)"
 GRES_FORMS = "NAME[:TYPE][:COUNT], comma separated (e.g. gpu:2, gpu:a100:2, gres/gpu:1, none)"
