@@ -511,12 +511,15 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
                 out.write(f"{test.message}\n" + (f"Preempts: {','.join(map(str, test.preempts))}\n"
                                                   if test.preempts else ""))
             return 0
-        result = backend.submit(options, script, [])
+        # --quiet would hide the job id from us too: gpusub honours it when printing (submitted_line)
+        result = backend.submit([o for o in options if o != "--quiet"], script, [])
     finally:
         try:
             os.unlink(script)
         except OSError:
             pass
+    if result.messages:  # sbatch's own warnings and the site's job_submit messages reach the user, as with sbatch
+        err.write(result.messages if result.messages.endswith("\n") else result.messages + "\n")
     if as_json:
         out.write(_dumps(_json_record(prep, result.job_id)) + "\n")
     else:

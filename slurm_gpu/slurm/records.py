@@ -31,6 +31,7 @@ ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "S
 class SubmitResult(NamedTuple):  # NamedTuples: a frozen dataclass costs gpusub ~1 ms at import
     job_id: int
     cluster: str | None = None
+    messages: str = ""  # what sbatch wrote to stderr on success (warnings, job_submit plugin messages)
 
 
 class TestOnlyResult(NamedTuple):

@@ -215,3 +215,24 @@ def test_locality_holds_when_some_gpus_are_busy(slurm_lab):
         assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=1) == [], text
     finally:
         slurm_lab.cancel(job["job_id"], *blockers)
+
+
+def test_prints_what_sbatch_prints(slurm_lab):
+    """stdout as sbatch's (`Submitted batch job N`, the id with --parsable, nothing with --quiet), and
+    sbatch's own warnings reach stderr."""
+    work = slurm_lab.workdir("prints")
+    jobs = []
+    try:
+        r = slurm_lab.gpusub(["-N", "2", "-n", "1", "-t", "1", "--hold", "--wrap", "hostname"], cwd=work)
+        assert r.returncode == 0, r.stderr
+        assert re.fullmatch(r"Submitted batch job \d+\n", r.stdout), r.stdout
+        assert "can't run 1 processes on 2 nodes" in r.stderr  # sbatch's warning, passed on
+        jobs.append(r.stdout.split()[-1])
+        r = slurm_lab.gpusub(["--parsable", "-t", "1", "--hold", "--wrap", "hostname"], cwd=work)
+        assert re.fullmatch(r"\d+(;\S+)?\n", r.stdout), r.stdout
+        jobs.append(r.stdout.strip().split(";")[0])
+        r = slurm_lab.gpusub(["--quiet", "-t", "1", "--hold", "--wrap", "hostname"], cwd=work)
+        assert r.returncode == 0 and r.stdout == "", r.stdout
+    finally:
+        if jobs:
+            slurm_lab.cancel(*jobs)

@@ -140,7 +140,7 @@ class SbatchCli:
         result = parse_parsable(out)
         if result is None:
             raise SubmitError(f"sbatch printed no job id (stdout {out.strip()[:80]!r}, stderr {one_line(err, '')!r})")
-        return result
+        return result._replace(messages=err)
 
     def test_only(self, options: Sequence[str], script_path: str, script_args: Sequence[str] = ()) -> TestOnlyResult:
         """``sbatch --test-only``: Slurm's own verdict and start estimate; nothing is queued."""
