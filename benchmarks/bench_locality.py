@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import random
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from slurm_gpu.adapters.slurm import run_slurm  # noqa: E402
+from slurm_gpu.lab.control import lab_client_env  # noqa: E402
 from slurm_gpu.placement.locality import check_job, parse_gres_conf, parse_job_detail  # noqa: E402
 from slurm_gpu.slurm.records import parse_parsable  # noqa: E402
 
@@ -80,15 +80,8 @@ def script_text(gtype: str, gpus: int, form: str, sleep: int) -> str:
 
 
 def lab_env() -> dict[str, str]:
-    env = dict(os.environ)
-    if "SLURM_CONF" not in env or "GPUSUB_POLICY" not in env:
-        out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "slurm-gpu"), "lab", "env"],
-                             capture_output=True, text=True, timeout=30).stdout
-        for line in out.splitlines():
-            if line.startswith("export ") and "=" in line and "PATH" not in line:
-                k, v = line[7:].split("=", 1)
-                env[k] = v.strip('"')
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = lab_client_env()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure an ordinary install (byte-code cached)
     return env
 
 

@@ -31,6 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from slurm_gpu.cpulist import format_cpulist  # noqa: E402
+from slurm_gpu.lab.control import lab_client_env  # noqa: E402
 from slurm_gpu.placement.locality import parse_job_detail  # noqa: E402
 from slurm_gpu.placement.pinning import locality_from_topology, plan_node_pins  # noqa: E402
 from slurm_gpu.topology.loader import load_topology_file  # noqa: E402
@@ -51,14 +52,7 @@ SHAPES = [
 
 
 def lab_env() -> dict[str, str]:
-    env = dict(os.environ)
-    if "SLURM_CONF" not in env:
-        out = subprocess.run([os.path.join(os.path.dirname(sys.executable), "slurm-gpu"), "lab", "env"],
-                             capture_output=True, text=True, timeout=30).stdout
-        for line in out.splitlines():
-            if line.startswith("export ") and "=" in line and "PATH" not in line:
-                k, v = line[7:].split("=", 1)
-                env[k] = v.strip('"')
+    env = lab_client_env()
     return env
 
 

@@ -36,6 +36,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from slurm_gpu.adapters.slurm import run_slurm  # noqa: E402
+from slurm_gpu.lab.control import lab_client_env  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.dirname(sys.executable)
@@ -50,14 +51,7 @@ print(job.job_id)
 
 
 def lab_env() -> dict[str, str]:
-    env = dict(os.environ)
-    if "SLURM_CONF" not in env:
-        out = subprocess.run([os.path.join(BIN, "slurm-gpu"), "lab", "env"], capture_output=True, text=True,
-                             timeout=30).stdout
-        for line in out.splitlines():
-            if line.startswith("export ") and "=" in line and "PATH" not in line:
-                k, v = line[7:].split("=", 1)
-                env[k] = v.strip('"')
+    env = lab_client_env()
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure an ordinary install (byte-code cached)
     return env
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.lab import clients, procs
 from slurm_gpu.lab.config import (
+    LabPaths,
     LabRuntime,
     render_all,
     sacctmgr_commands,
@@ -366,19 +367,27 @@ class Lab(LabDaemons):
             lines.append(str(e))
         return lines
 
+    def env_vars(self) -> dict[str, str]:
+        """What a client of the lab needs in its environment (``lab env`` prints these as exports)."""
+        return {"SLURM_CONF": self.slurm_conf, "GPUSUB_POLICY": self._read("policy") or default_policy_path(),
+                "SLURM_GPU_LAB_DIR": self.paths.lab_dir, "SLURM_GPU_LAB_USER": self.user}
+
     def env_text(self) -> str:
         import sys
 
-        policy = self._read("policy") or default_policy_path()
-        lines = [
-            f"export SLURM_CONF={self.slurm_conf}",
-            f"export GPUSUB_POLICY={policy}",
-            f"export SLURM_GPU_LAB_DIR={self.paths.lab_dir}",
-            f"export SLURM_GPU_LAB_USER={self.user}",
-        ]
+        lines = [f"export {key}={value}" for key, value in self.env_vars().items()]
         bindir = os.path.dirname(os.path.abspath(sys.argv[0])) if sys.argv and sys.argv[0] else ""
         if sys.prefix != sys.base_prefix:
             bindir = os.path.join(sys.prefix, "bin")
         if bindir and os.path.exists(os.path.join(bindir, "gpusub")):
             lines.append(f'export PATH="{bindir}:$PATH"')
         return "\n".join(lines) + "\n"
+
+
+def lab_client_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) plus the lab's client variables it lacks: what
+    ``source <(slurm-gpu lab env)`` gives a shell (the benchmarks use it)."""
+    env = dict(os.environ if base is None else base)
+    for key, value in Lab(LabPaths(lab_dir_from_env())).env_vars().items():
+        env.setdefault(key, value)
+    return env

@@ -4,19 +4,12 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import subprocess
-import sys
 from collections import Counter
 
+import fidelity_harness as harness  # loaded by conftest.py
 import pytest
-
-_spec = importlib.util.spec_from_file_location(
-    "fidelity_harness", os.path.join(os.path.dirname(__file__), "harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("fidelity_harness", harness)
-_spec.loader.exec_module(harness)
 
 CORPUS = harness.load_corpus()
 

@@ -20,21 +20,14 @@ Two tests per script:
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
-import sys
 import tempfile
 
+import fidelity_harness as harness  # loaded by conftest.py
 import pytest
 
 pytestmark = pytest.mark.slurm
-
-_spec = importlib.util.spec_from_file_location(
-    "fidelity_harness", os.path.join(os.path.dirname(__file__), "harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("fidelity_harness", harness)
-_spec.loader.exec_module(harness)
 
 CORPUS = harness.load_corpus()
 IDS = [s.name for s in CORPUS]
