@@ -131,13 +131,10 @@ def detect_spelling(env: Mapping[str, str], backend: SlurmClient) -> SlurmSpelli
 
 def _with_constraint_warnings(decision: Any, request: Any, policy: Any) -> Any:
     """Warn about a --constraint that no node of the chosen GPU type (in the chosen partition) has."""
+    from slurm_gpu.emit.slurm_conf import node_features  # the Features= the emitter writes
     from slurm_gpu.placement.plan import constraint_warnings
 
-    feats = []
-    for nt in node_types_for(policy, decision):
-        gt = policy.gpu_type(nt.gpu_type) if nt.gpu_type else None
-        words = [nt.gpu_type] + (["mig"] if getattr(gt, "mig_capable", False) else []) + list(nt.features)
-        feats.append((nt.name, tuple(w for w in words if w)))
+    feats = [(nt.name, node_features(policy, nt)) for nt in node_types_for(policy, decision)]
     found = constraint_warnings(request.constraint, feats, decision.gpu_type)
     return decision._replace(warnings=tuple(decision.warnings) + found) if found else decision
 

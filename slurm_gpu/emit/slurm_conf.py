@@ -20,11 +20,12 @@ def slurm_time(minutes: int | None) -> str:
     return f"{d}-{h:02d}:{m:02d}:00" if d else f"{h:02d}:{m:02d}:00"
 
 
-def node_features(policy: Policy, node_type: NodeType, topo: Any) -> tuple[str, ...]:
+def node_features(policy: Policy, node_type: NodeType, topo: Any = None) -> tuple[str, ...]:
     """A node type's ``Features=``: its GPU type, ``mig`` when the GPU type or a topology GPU is
-    MIG-capable, then the node type's own features (no duplicates, in that order)."""
+    MIG-capable, then the node type's own features (no duplicates, in that order). Without ``topo``
+    (gpusub's constraint check, which has only the policy) ``mig`` follows the GPU type alone."""
     gpu_type = policy.gpu_type(node_type.gpu_type) if node_type.gpu_type else None
-    mig = bool(getattr(gpu_type, "mig_capable", False)) or any(g.mig_capable for g in topo.gpus)
+    mig = bool(getattr(gpu_type, "mig_capable", False)) or (topo is not None and any(g.mig_capable for g in topo.gpus))
     out: list[str] = []
     for f in ((node_type.gpu_type,) if node_type.gpu_type else ()) + (("mig",) if mig else ()) + tuple(
             node_type.features):

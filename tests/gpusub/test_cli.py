@@ -137,3 +137,13 @@ def test_help_and_version_after_other_options():
     assert r.returncode == 0 and "Every sbatch option works" in r.stdout
     r = gpusub("--json", "--version")
     assert r.returncode == 0 and r.stdout.strip() == "gpusub, version 0.1.0"
+
+
+def test_constraint_no_node_has_is_a_warning(script):
+    r = gpusub("--explain", "--json", "--constraint=a100", "--gres=gpu:h100:2", "-t", "60", script,
+               env_extra={"GPUSUB_POLICY": POLICY})
+    assert r.returncode == 0, r.stderr
+    assert any("--constraint=a100: no node of GPU type h100" in w for w in json.loads(r.stdout)["warnings"])
+    r = gpusub("--explain", "--json", "--constraint=mig", "--gres=gpu:h100:2", "-t", "60", script,
+               env_extra={"GPUSUB_POLICY": POLICY})
+    assert json.loads(r.stdout)["warnings"] == []  # h100 nodes carry the mig feature (emitted Features=)
