@@ -93,12 +93,10 @@ def _split_option(text: str) -> tuple[str, str | None]:
 
 
 # The GPU count forms. The user's forms stay as written; where the policy resolved an untyped request
-# to a type, the type is added to each untyped form (so a QOS limit on a typed GPU applies), and the
-# policy's own GPU forms are not added next to them (two count forms would ask twice, and slurmctld
-# refuses typed and untyped GPU options together). The policy's forms are used only when the user
-# gave none (a --gpu-fraction slice or share).
+# to a type, the type is added to each untyped form (so a QOS limit on a typed GPU applies; slurmctld
+# refuses typed and untyped GPU options together). The classifier adds GPU options of its own only
+# where the user gave none (a --gpu-fraction slice or share, a VRAM fit).
 GPU_COUNT_FORMS = frozenset({"gres", "gpus", "gpus-per-node", "gpus-per-task", "gpus-per-socket"})
-_POLICY_GPU_LAYOUT = GPU_COUNT_FORMS | {"nodes"}
 
 
 def _is_gpu_gres_item(item: str) -> bool:
@@ -174,10 +172,8 @@ def effective_options(sub: Any, decision: Any, plan: Any, component: int = 0) ->
         if decision.qos:
             put("qos", decision.qos)
         mine = user_gpu_forms(user_options)
-        for text in decision.added_options:
+        for text in decision.added_options:  # the classifier adds GPU options only where the user gave none
             name, value = _split_option(text)
-            if mine and name in _POLICY_GPU_LAYOUT:
-                continue  # the user's own GPU forms stay; typed below
             if name == "gres" and state.get("gres"):  # the user's non-GPU gres items (shard, licences) stay
                 value = ",".join([state["gres"] or "", value or ""]).strip(",")
             put(name, value)

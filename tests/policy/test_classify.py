@@ -70,9 +70,16 @@ def test_reject(uni, req, msg, fix) -> None:
 
 def test_added_options_and_checkpointing(uni) -> None:
     d = classify(J(gpus=2, gpu_type="h100", job_class="spot"), uni)
-    assert d.added_options[:3] == ("--partition=spot", "--qos=spot", "--gres=gpu:h100:2")
+    # the user's own --gpus stays: the policy adds no second GPU count form
+    assert d.added_options[:2] == ("--partition=spot", "--qos=spot") and d.gres == "gpu:h100:2"
+    assert not any(o.startswith(("--gres", "--gpus", "--nodes")) for o in d.added_options)
     assert "--requeue" in d.added_options and "--signal=B:USR1@120" in d.added_options
     assert any("preemptible" in w for w in d.warnings)
+
+
+def test_gpus_the_policy_chose_are_added(uni) -> None:
+    d = classify(J(model_params=7e9, precision="bf16", optimizer="adam"), uni)  # no GPU option: the VRAM fit
+    assert d.accepted and any(o.startswith("--gres=gpu:") for o in d.added_options), d.added_options
 
 
 def test_user_partition_and_qos_kept_without_duplicates(uni) -> None:

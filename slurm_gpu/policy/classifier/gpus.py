@@ -149,12 +149,12 @@ def whole_gpus(st: State, part: Partition) -> None:
                         gpu_type=t, partition=part.name, capacity=per_node_max)
     st.gres = f"gpu:{t}:{per}"
     st.reasons.append(f"gres {st.gres} on {nodes} node(s)")
-    if r.gpus_per_task is not None and r.gpus is None and r.gpus_per_node is None:
-        st.add(f"--gpus-per-task={t}:{r.gpus_per_task}")  # keep the user's per-task form, typed
-    elif r.gpus_per_socket is not None and r.gpus is None and r.gpus_per_node is None:
-        st.add(f"--gpus-per-socket={t}:{r.gpus_per_socket}")
-    else:
-        st.add(f"--gres={st.gres}")  # replaces --gpus/--gpus-per-node/--gres
+    if any(v is not None for v in (r.gpus, r.gpus_per_node, r.gpus_per_task, r.gpus_per_socket, r.ntasks_per_gpu)):
+        # the request's own GPU options stay as written (the renderer adds the type to untyped ones):
+        # another count form next to them would ask twice, and Slurm lays the GPUs out over the nodes
+        st.reasons.append(f"GPU options kept as written, typed {t}")
+        return
+    st.add(f"--gres={st.gres}")  # GPUs the policy chose (the VRAM fit): the request named none
     if r.nodes is None and nodes > 1:
         st.add(f"--nodes={nodes}")
 
