@@ -69,6 +69,23 @@ class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms le
     shards: int | None = None  # --gres=shard:N per node: GPU shards (not GPUs)
     partitions: tuple[str, ...] = ()  # -p a,b: every partition, in order (``partition`` is the first)
     time_unlimited: bool = False  # -t UNLIMITED / INFINITE / 0 / -1: no limit (time_limit_min is None)
+    nodelist_count: int | None = None  # -w: how many hosts it names (slurmctld's minimum node count without -N)
+
+    @property
+    def node_min(self) -> int | None:
+        """The fewest nodes the job gets, as slurmctld derives it (and as job_submit.lua sees it in
+        ``min_nodes``): ``-N``, else the host count of ``-w``, else ``ceil(-n / --ntasks-per-node)``."""
+        if self.nodes:
+            return self.nodes
+        if self.nodelist_count:
+            return self.nodelist_count
+        if self.ntasks and self.ntasks_per_node:
+            return -(-self.ntasks // self.ntasks_per_node)
+        return None
+
+    def _tasks(self, nodes: int) -> int | None:
+        """Tasks of the job: ``-n``, else ``--ntasks-per-node`` x nodes (None: not known)."""
+        return self.ntasks or (self.ntasks_per_node * nodes if self.ntasks_per_node else None)
 
     @property
     def total_gpus(self) -> int:
@@ -82,18 +99,18 @@ class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms le
                    self.gpus_per_socket_by_type)
         if any(by_type):
             return sum(self.total_gpus_of_type(t) for t in {t for form in by_type for t, _ in form})
-        nodes = self.nodes or 1
+        nodes = self.node_min or 1
         if self.gpus is not None:
             return self.gpus
         if self.gpus_per_node is not None:
             return self.gpus_per_node * nodes
         if self.gpus_per_task is not None:
-            tasks = self.ntasks or (self.ntasks_per_node or 1) * nodes
-            return self.gpus_per_task * tasks
+            return self.gpus_per_task * (self._tasks(nodes) or nodes)
         if self.gpus_per_socket is not None:
             return self.gpus_per_socket * nodes  # sockets-per-node unknown here: at least one
-        if self.ntasks_per_gpu and self.ntasks:  # 0 would be a usage error upstream; never divide by it
-            return -(-self.ntasks // self.ntasks_per_gpu)
+        tasks = self._tasks(nodes)
+        if self.ntasks_per_gpu and tasks:  # 0 would be a usage error upstream; never divide by it
+            return -(-tasks // self.ntasks_per_gpu)
         return 0
 
     def total_gpus_of_type(self, gtype: str | None) -> int:
@@ -106,12 +123,12 @@ class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms le
 
         job, node, task, sock = (of(f) for f in (self.gpus_by_type, self.gpus_per_node_by_type,
                                                  self.gpus_per_task_by_type, self.gpus_per_socket_by_type))
-        nodes = self.nodes or (-(-job // node) if job and node else 1)
+        nodes = self.node_min or (-(-job // node) if job and node else 1)
         totals = [job or 0]
         if node is not None:
             totals.append(node * nodes)
         if task is not None:
-            totals.append(task * (self.ntasks or (self.ntasks_per_node or 1) * nodes))
+            totals.append(task * (self._tasks(nodes) or nodes))
         if sock is not None:
             totals.append(sock * nodes)
         return max(totals)

@@ -40,6 +40,7 @@ from slurm_gpu.policy.kinds import (
 
 PreemptMode = Literal["requeue", "cancel"]
 UntypedGpus = Literal["resolve", "reject"]
+OnInternalError = Literal["accept", "reject"]
 FractionMode = Literal["mig", "mps", "mig-then-mps", "reject"]
 NAMES = ListOf(Name(), "names")
 
@@ -165,6 +166,9 @@ class Defaults(Record):
         "gpu_type", Name(), "what an untyped GPU request becomes, if allowed"))
     untyped_gpus: UntypedGpus = field(default="resolve", metadata=yaml(
         "untyped_gpus", Enum(get_args(UntypedGpus)), "resolve untyped GPU requests to a type, or reject them"))
+    on_internal_error: OnInternalError = field(default="accept", metadata=yaml(
+        "on_internal_error", Enum(get_args(OnInternalError)),
+        "job_submit.lua: a job met by an internal error of the plugin is accepted unchanged, or rejected"))
 
 
 @record

@@ -283,14 +283,18 @@ def _messages(ctx: Context, file: str, node: YNode) -> None:
             ctx.bad(file, vnode, f"messages.{key}", F.describe(vnode), "a text with {placeholders}")
             continue
         try:
-            used = [f for _, f, _, _ in string.Formatter().parse(vnode.value) if f is not None]
+            parsed = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(vnode.value) if f is not None]
         except ValueError:
             ctx.bad(file, vnode, f"messages.{key}", F.describe(vnode), "a text with balanced {placeholders}")
             continue
         allowed = sorted(MESSAGE_FIELDS[key])
-        for f in used:
+        for f, spec, conv in parsed:
             base = f.split(".")[0].split("[")[0]
             if base not in MESSAGE_FIELDS[key]:
                 ctx.bad(file, vnode, f"messages.{key}", f"placeholder {{{F.key_text(f)}}}",
                         "{" + "}, {".join(allowed) + "}" + did_you_mean(base, allowed))
+            elif f != base or spec or conv not in (None, "r", "s"):
+                # job_submit.lua formats the same texts server-side: plain placeholders only
+                ctx.bad(file, vnode, f"messages.{key}", f"placeholder {{{F.key_text(f)}{'!' + conv if conv else ''}"
+                        f"{':' + spec if spec else ''}}}", "{name}, {name!r} or {name!s}, without a format spec")
         ctx.messages[key] = (vnode.value, file, vnode)

@@ -134,7 +134,8 @@ def whole_gpus(st: State, part: Partition) -> None:
     if st.gpus > capacity:
         raise st.reject("too_big", f"ask for at most {capacity} {t} GPUs", gpus=st.gpus, gpu_type=t,
                         partition=part.name, capacity=capacity)
-    nodes = r.nodes or max(1, math.ceil(st.gpus / per_node_max))
+    # -N fixes the node count; else as many as the GPUs need, at least the nodes -w / -n name
+    nodes = r.nodes or max(r.node_min or 1, math.ceil(st.gpus / per_node_max))
     if r.gpus_per_node is not None and r.gpus is None:
         per = r.gpus_per_node
     elif st.gpus % nodes:

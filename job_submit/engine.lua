@@ -1,0 +1,640 @@
+-- SPDX-License-Identifier: Apache-2.0
+--[[ slurm-gpu job_submit engine (Lua 5.1): the fixed half of the generated job_submit.lua.
+
+The steps below mirror slurm_gpu.policy.classifier.steps.STEPS, one local function per step with the
+same name, in the same order: check_request, fit_vram, match_class, place, resolve_gpus, set_time,
+apply_defaults. They read the policy table P (rendered from the site policy above this engine) and a
+request read from job_desc (request_from_job_desc, the mirror of slurm_gpu.slurm.sbatch.to_request), and
+decide exactly what the Python classifier decides for the same options: accept or reject, partition,
+QOS, gres and message (tests/job_submit/test_differential.py runs both on the same cases).
+
+Rules of this file: Lua 5.1 only (slurmctld links it; lupa.lua51 tests it); no global but the two
+entry points; no mutable state outside a call (since 23.02 the plugin may run concurrently); every read
+of job_desc is type-checked; no step raises (a rejection is a returned value); the entry points run the
+engine under pcall and, for an internal error, log it and accept or reject as the policy's
+on_internal_error says.
+--]]
+
+local NO_VAL, NO_VAL16, INFINITE = 4294967294, 65534, 4294967295
+local floor, ceil, huge = math.floor, math.ceil, math.huge
+local sfind, ssub, sgsub, sformat, slower, sbyte = string.find, string.sub, string.gsub, string.format,
+  string.lower, string.byte
+local MAX_COUNT = 2 ^ 53
+
+-- ---- reading job_desc -------------------------------------------------------------------------
+
+local function get(t, k)  -- a field, or nil (a userdata's getter may fail: never let it raise)
+  local ok, v = pcall(function() return t[k] end)
+  if ok then return v end
+  return nil
+end
+
+local function str(t, k)  -- a string field (nil when unset or not a string)
+  local v = get(t, k)
+  if type(v) == "string" and v ~= "" then return v end
+  return nil
+end
+
+local function count(t, k, unset)  -- a whole number below Slurm's sentinel ``unset``, or nil
+  local v = get(t, k)
+  if type(v) ~= "number" or v ~= v or v < 0 or v >= unset or v ~= floor(v) then return nil end
+  return v
+end
+
+local function split(text, sep)  -- text split on the one-character ``sep`` (empty items kept)
+  local out, i = {}, 1
+  while true do
+    local j = sfind(text, sep, i, true)
+    if not j then out[#out + 1] = ssub(text, i); return out end
+    out[#out + 1] = ssub(text, i, j - 1)
+    i = j + 1
+  end
+end
+
+local function gres_count(text)  -- "2", "1k" (x1024); nil when not a count
+  if type(text) ~= "string" then return nil end
+  local digits, unit = string.match(text, "^(%d+)([kKmMgG]?)$")
+  if not digits or #digits > 15 then return nil end
+  local n = tonumber(digits)
+  local f = ({ [""] = 1, k = 1024, m = 1024 ^ 2, g = 1024 ^ 3 })[slower(unit)]
+  n = n * f
+  if n >= MAX_COUNT then return nil end
+  return n
+end
+
+local function strip_gres(item)  -- "gres:gpu:2" / "gres/gpu:2" -> "gpu:2"
+  if ssub(item, 1, 5) == "gres:" or ssub(item, 1, 5) == "gres/" then return ssub(item, 6) end
+  return item
+end
+
+-- One TRES field's GPU items as {type or false, count}, merged per type (largest count wins, first
+-- appearance keeps its place), plus the sharing GRES (mps, shard). ``task``: 24.11's "gpu:h100=1".
+local function gpu_items(text, task)
+  local items, where, sharing = {}, {}, {}
+  if not text then return items, sharing end
+  for _, raw in ipairs(split(text, ",")) do
+    local body = strip_gres(raw)
+    local name, gtype, n
+    if task and sfind(body, "=", 1, true) then  -- 24.11 per task: gpu=1, gpu:h100=1, cpu=4
+      local lhs, rhs = string.match(body, "^([^=]*)=(.*)$")
+      local bits = split(lhs, ":")
+      name, gtype, n = bits[1], bits[2], gres_count(rhs)
+      if #bits > 2 then n = nil end
+    else
+      local bits = split(body, ":")
+      if bits[1] == "gpu" and bits[2] == "gpu" and #bits == 4 then
+        table.remove(bits, 2)  -- 24.11 keeps --gpus=gpu:h100:1 as "gres/gpu:gpu:h100:1"
+      end
+      name = bits[1]
+      if #bits == 1 then n = 1
+      elseif #bits == 2 then
+        n = gres_count(bits[2])
+        if not n and bits[2] ~= "" then gtype, n = bits[2], 1 end
+      elseif #bits == 3 and bits[2] ~= "" then gtype, n = bits[2], gres_count(bits[3])
+      end
+    end
+    if n and (name == "mps" or name == "shard") then
+      sharing[name] = (sharing[name] and sharing[name] > n) and sharing[name] or n
+    elseif n and name == "gpu" then
+      local key = gtype or false
+      local at = where[key]
+      if at then
+        if n > items[at][2] then items[at][2] = n end
+      else
+        items[#items + 1] = { key, n }
+        where[key] = #items
+      end
+    end
+  end
+  return items, sharing
+end
+
+local function total_of(items)  -- the sum of a form's counts, or nil for an empty form
+  if #items == 0 then return nil end
+  local n = 0
+  for _, it in ipairs(items) do n = n + it[2] end
+  return n
+end
+
+-- The request (mirror of JobRequest) from job_desc. ``interactive``: no batch script.
+local function request_from_job_desc(jd, user_name)
+  local r = {}
+  r.by_job = gpu_items(str(jd, "tres_per_job"))
+  local node_items, sharing = gpu_items(str(jd, "tres_per_node") or str(jd, "gres"))
+  r.by_node = node_items
+  r.by_task = gpu_items(str(jd, "tres_per_task"), true)
+  r.by_socket = gpu_items(str(jd, "tres_per_socket"))
+  r.mps, r.shards = sharing.mps, sharing.shard
+  r.gpus, r.gpus_per_node = total_of(r.by_job), total_of(r.by_node)
+  r.gpus_per_task, r.gpus_per_socket = total_of(r.by_task), total_of(r.by_socket)
+  local types, seen = {}, {}
+  for _, form in ipairs({ r.by_job, r.by_node, r.by_task, r.by_socket }) do
+    for _, it in ipairs(form) do
+      if it[1] and not seen[it[1]] then seen[it[1]] = true; types[#types + 1] = it[1] end
+    end
+  end
+  r.gpu_types, r.gpu_type = types, types[1]
+  r.ntasks_per_gpu = count(jd, "ntasks_per_tres", NO_VAL16) or count(jd, "ntasks_per_gpu", NO_VAL16)
+  if r.ntasks_per_gpu == 0 then r.ntasks_per_gpu = nil end
+  local min_nodes = count(jd, "min_nodes", NO_VAL)
+  if count(jd, "max_nodes", NO_VAL) then r.nodes = min_nodes end  -- -N sets both
+  r.ntasks = count(jd, "num_tasks", NO_VAL)
+  r.ntasks_per_node = count(jd, "ntasks_per_node", NO_VAL16)
+  if r.ntasks_per_node == 0 then r.ntasks_per_node = nil end
+  r.node_min = r.nodes or min_nodes  -- -N, -w's host count, 24.11's ceil(-n / --ntasks-per-node)
+  if (not r.node_min or r.node_min == 0) and r.ntasks and r.ntasks > 0 and r.ntasks_per_node then
+    r.node_min = ceil(r.ntasks / r.ntasks_per_node)
+  end
+  if r.node_min == 0 then r.node_min = nil end
+  r.cpus_per_task = count(jd, "cpus_per_task", NO_VAL16)
+  local t = get(jd, "time_limit")
+  if t == INFINITE then r.time_unlimited = true
+  else r.time_limit_min = count(jd, "time_limit", NO_VAL) end
+  if r.time_limit_min == 0 then r.time_limit_min, r.time_unlimited = nil, true end
+  local part = str(jd, "partition")
+  r.partitions = part and split(part, ",") or {}
+  r.partition = r.partitions[1]
+  if r.partition == "" then r.partition = nil end
+  r.qos, r.account, r.array = str(jd, "qos"), str(jd, "account"), str(jd, "array_inx")
+  r.user = user_name
+  r.interactive = get(jd, "script") == nil
+  return r
+end
+
+-- The job's GPUs, combining every form the way slurmctld does (mirror of JobRequest.total_gpus).
+local function tasks_of(r, nodes)
+  return r.ntasks or (r.ntasks_per_node and r.ntasks_per_node * nodes) or nil
+end
+
+local function of_type(form, gtype)
+  for _, it in ipairs(form) do if it[1] == gtype then return it[2] end end
+  return nil
+end
+
+local function total_of_type(r, gtype)
+  local job, node = of_type(r.by_job, gtype), of_type(r.by_node, gtype)
+  local task, sock = of_type(r.by_task, gtype), of_type(r.by_socket, gtype)
+  local nodes = r.node_min or ((job and job > 0 and node and node > 0) and ceil(job / node)) or 1
+  local best = job or 0
+  if node and node * nodes > best then best = node * nodes end
+  if task then
+    local n = task * (tasks_of(r, nodes) or nodes)
+    if n > best then best = n end
+  end
+  if sock and sock * nodes > best then best = sock * nodes end
+  return best
+end
+
+local function total_gpus(r)
+  local any, types = false, {}
+  for _, form in ipairs({ r.by_job, r.by_node, r.by_task, r.by_socket }) do
+    for _, it in ipairs(form) do any = true; types[it[1]] = true end
+  end
+  if any then
+    local n = 0
+    for gtype in pairs(types) do n = n + total_of_type(r, gtype) end
+    return n
+  end
+  local nodes = r.node_min or 1
+  local tasks = tasks_of(r, nodes)
+  if r.ntasks_per_gpu and tasks and tasks > 0 then return ceil(tasks / r.ntasks_per_gpu) end
+  return 0
+end
+
+-- ---- messages (Python's str.format, as the compiler split the site's texts) --------------------
+
+local function py_str(v)
+  if type(v) == "number" then
+    if v == floor(v) and v > -1e15 and v < 1e15 then return sformat("%d", v) end
+    return tostring(v)
+  end
+  if v == nil then return "None" end
+  return tostring(v)
+end
+
+local REPR_ESC = { ["\\"] = "\\\\", ["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t" }
+
+local function py_repr(v)  -- repr() of a str (bytes >= 0x80 pass through, as printable text)
+  if type(v) ~= "string" then return py_str(v) end
+  local q = "'"
+  if sfind(v, "'", 1, true) and not sfind(v, '"', 1, true) then q = '"' end
+  local body = sgsub(v, "[%z\1-\31\\'\"\127]", function(c)
+    if REPR_ESC[c] then return REPR_ESC[c] end
+    if c == q then return "\\" .. c end
+    if c == "'" or c == '"' then return c end
+    return sformat("\\x%02x", sbyte(c))
+  end)
+  return q .. body .. q
+end
+
+local function message(P, key, values)
+  local out = {}
+  for _, piece in ipairs(P.messages[key] or {}) do
+    if type(piece) == "string" then out[#out + 1] = piece
+    else
+      local v = values[piece[1]]
+      if v == nil then v = "" end
+      out[#out + 1] = (piece[2] == "r") and py_repr(v) or py_str(v)
+    end
+  end
+  return table.concat(out)
+end
+
+local function reject(st, key, fix, values)
+  return { key = key, message = message(st.P, key, values or {}), fix = fix }
+end
+
+local function fmt_time(minutes)  -- mirror of units.format_time_minutes
+  if minutes == nil then return "UNLIMITED" end
+  local d = floor(minutes / 1440)
+  local rem = minutes - d * 1440
+  local h, m = floor(rem / 60), rem % 60
+  if d > 0 then return sformat("%d-%02d:%02d:00", d, h, m) end
+  return sformat("%02d:%02d:00", h, m)
+end
+
+local function join(list, sep)
+  local out = {}
+  for i, v in ipairs(list) do out[i] = tostring(v) end
+  return table.concat(out, sep)
+end
+
+local function contains(list, v)
+  for _, x in ipairs(list or {}) do if x == v then return true end end
+  return false
+end
+
+local function add(st, opt, value)  -- an option to set on job_desc, each once
+  for _, o in ipairs(st.options) do if o[1] == opt then return end end
+  st.options[#st.options + 1] = { opt, value }
+end
+
+-- ---- the steps ----------------------------------------------------------------------------------
+
+local function check_request(st)
+  local r, P = st.r, st.P
+  if r.nodes == 0 or r.ntasks == 0 then
+    return reject(st, "bad_request", "ask for at least one node and one task", { why = "zero nodes or tasks" })
+  end
+  st.gpus = total_gpus(r)
+  st.gpu_type = r.gpu_type
+  if st.gpu_type and not P.gpu_type_set[st.gpu_type] then
+    return reject(st, "unknown_gpu_type", "GPU types: " .. join(P.gpu_type_names, ", "), { gpu_type = st.gpu_type })
+  end
+  return nil
+end
+
+local function fit_vram(st)  -- --model-params is a gpusub option: job_desc never carries one
+  return nil
+end
+
+local function mismatch(st, c)
+  local r, m, P = st.r, c.match, st.P
+  if m.gpu_fraction == true then return "needs a GPU fraction" end  -- no fraction in a job_desc
+  if m.min_gpus and st.gpus < m.min_gpus then return "min_gpus" end
+  if m.max_gpus and st.gpus > m.max_gpus then return "max_gpus" end
+  if m.max_time then
+    local part = P.partitions[P.partition_index[c.partition]]
+    local t = r.time_limit_min
+    if not t or t == 0 then t = part and (part.default_time or part.max_time) or nil end
+    if t == nil or t > m.max_time then return "max_time" end
+  end
+  if m.array ~= nil and (r.array ~= nil) ~= m.array then return "array" end
+  if m.interactive ~= nil and r.interactive ~= m.interactive then return "interactive" end
+  if m.gpu_types and st.gpu_type and not contains(m.gpu_types, st.gpu_type) then return "gpu_types" end
+  if m.accounts and not contains(m.accounts, r.account) then return "accounts" end
+  if m.users and not contains(m.users, r.user) then return "users" end
+  if m.groups then return "groups" end  -- Unix groups are gpusub's: never matched server-side
+  if st.gpus > 0 and st.gpu_type and not contains(P.partitions[P.partition_index[c.partition]].offered, st.gpu_type) then
+    return "partition"
+  end
+  return nil
+end
+
+local function match_class(st)
+  local r, P = st.r, st.P
+  local matching = {}
+  for _, c in ipairs(P.classes) do
+    if not (c.match.explicit and not (r.partition and r.partition == c.partition)) and not mismatch(st, c) then
+      matching[#matching + 1] = c
+      if not r.partition then break end
+    end
+  end
+  if #matching == 0 then
+    return reject(st, "no_class", "change the request to fit a class", {})
+  end
+  local chosen = matching[1]
+  for _, c in ipairs(matching) do
+    if c.partition == r.partition then chosen = c; break end
+  end
+  st.class = chosen
+  return nil
+end
+
+local function place(st)
+  local r, P, c = st.r, st.P, st.class
+  local part = P.partitions[P.partition_index[c.partition]]
+  local class_qos = c.qos
+  if r.partition and r.partition ~= part.name then
+    local i = P.partition_index[r.partition]
+    if not i then
+      return reject(st, "unknown_partition", "drop --partition or use one of " .. join(P.partition_names, ", "),
+        { partition = r.partition })
+    end
+    part = P.partitions[i]
+    if class_qos and #part.allowed_qos > 0 and not contains(part.allowed_qos, class_qos) then class_qos = nil end
+  end
+  st.partition = part
+  local qname = r.qos or class_qos or part.default_qos
+  if r.qos then
+    if not P.qos_index[r.qos] then
+      return reject(st, "unknown_qos", "drop --qos", { qos = r.qos })
+    end
+    if #part.allowed_qos > 0 and not contains(part.allowed_qos, r.qos) then
+      return reject(st, "qos_not_allowed", "drop --qos or use one of " .. join(part.allowed_qos, ", "),
+        { qos = r.qos, partition = part.name })
+    end
+  end
+  st.qos = qname
+  if not r.partition or r.partition ~= part.name then add(st, "partition", part.name) end
+  if qname and r.qos ~= qname then add(st, "qos", qname) end
+  return nil
+end
+
+local function several_types(st, part, types)
+  local r, P = st.r, st.P
+  local form = (#r.by_job > 0 and r.by_job) or (#r.by_node > 0 and r.by_node) or r.by_task
+  for _, t in ipairs(types) do
+    if not P.gpu_type_set[t] then
+      return reject(st, "unknown_gpu_type", "GPU types: " .. join(P.gpu_type_names, ", "), { gpu_type = t })
+    end
+    if not contains(part.offered, t) then
+      return reject(st, "gpu_type_not_in_partition", "use a partition with " .. t,
+        { gpu_type = t, partition = part.name })
+    end
+  end
+  local q = st.qos and P.qos[P.qos_index[st.qos]]
+  if q and q.max_gpus_per_job and st.gpus > q.max_gpus_per_job then
+    return reject(st, "too_many_gpus", "ask for at most " .. q.max_gpus_per_job .. " GPUs",
+      { gpus = st.gpus, qos = q.name, limit = q.max_gpus_per_job })
+  end
+  st.gpu_type = nil
+  local items = {}
+  for _, t in ipairs(types) do
+    local n = of_type(form, t)
+    items[#items + 1] = "gpu:" .. t .. ":" .. (n and py_str(n) or "?")
+  end
+  st.gres = table.concat(items, ",")
+  return nil
+end
+
+local function resolve_type(st, part)
+  local P = st.P
+  local offered = part.offered
+  if st.gpu_type then
+    if not P.gpu_type_set[st.gpu_type] then
+      return nil, reject(st, "unknown_gpu_type", "GPU types: " .. join(P.gpu_type_names, ", "), { gpu_type = st.gpu_type })
+    end
+    if not contains(offered, st.gpu_type) then
+      return nil, reject(st, "gpu_type_not_in_partition", "use a partition with " .. st.gpu_type,
+        { gpu_type = st.gpu_type, partition = part.name })
+    end
+    return st.gpu_type, nil
+  end
+  local fix = "name the type: --gpus=" .. (#offered > 0 and join(offered, "|") or "<type>") .. ":" .. py_str(st.gpus)
+  if P.untyped_gpus == "reject" then
+    return nil, reject(st, "untyped_gpu", fix, { gpus = st.gpus, partition = part.name })
+  end
+  local only = (#offered == 1) and offered[1] or nil
+  for _, t in ipairs({ part.default_gpu_type or false, P.default_gpu_type or false, only or false }) do
+    if t and contains(offered, t) then return t, nil end
+  end
+  return nil, reject(st, "untyped_gpu", fix, { gpus = st.gpus, partition = part.name })
+end
+
+local function whole_gpus(st, part)
+  local r, P = st.r, st.P
+  if #r.gpu_types > 1 then return several_types(st, part, r.gpu_types) end
+  local t, rej = resolve_type(st, part)
+  if rej then return rej end
+  st.gpu_type = t
+  local q = st.qos and P.qos[P.qos_index[st.qos]]
+  if q and q.max_gpus_per_job and st.gpus > q.max_gpus_per_job then
+    return reject(st, "too_many_gpus", "ask for at most " .. q.max_gpus_per_job .. " GPUs",
+      { gpus = st.gpus, qos = q.name, limit = q.max_gpus_per_job })
+  end
+  if q and q.max_gpus_per_user and st.gpus > q.max_gpus_per_user then
+    return reject(st, "over_user_cap", "ask for at most " .. q.max_gpus_per_user .. " GPUs",
+      { gpus = st.gpus, qos = q.name, limit = q.max_gpus_per_user })
+  end
+  local cap = part.capacity[t] or { 0, 0 }
+  local per_node_max, capacity = cap[1], cap[2]
+  if st.gpus > capacity then
+    return reject(st, "too_big", "ask for at most " .. capacity .. " " .. t .. " GPUs",
+      { gpus = st.gpus, gpu_type = t, partition = part.name, capacity = capacity })
+  end
+  local nodes = r.nodes
+  if not nodes or nodes == 0 then
+    nodes = ceil(st.gpus / per_node_max)
+    if (r.node_min or 1) > nodes then nodes = r.node_min or 1 end
+    if nodes < 1 then nodes = 1 end
+  end
+  local per
+  if r.gpus_per_node and not r.gpus then per = r.gpus_per_node
+  elseif st.gpus % nodes ~= 0 then per = ceil(st.gpus / nodes)
+  else per = st.gpus / nodes end
+  if per > per_node_max then
+    return reject(st, "too_big", "use at most " .. per_node_max .. " GPUs per node (add nodes)",
+      { gpus = per, gpu_type = t, partition = part.name, capacity = per_node_max })
+  end
+  st.gres = "gpu:" .. t .. ":" .. py_str(per)
+  st.type_untyped = r.gpu_type == nil  -- the request's own forms get the type (as gpusub writes them)
+  return nil
+end
+
+local function resolve_gpus(st)
+  if st.gpus > 0 then return whole_gpus(st, st.partition) end
+  return nil
+end
+
+local function set_time(st)
+  local r, P, part = st.r, st.P, st.partition
+  local q = st.qos and P.qos[P.qos_index[st.qos]]
+  local limits = {}
+  if part.max_time then limits[#limits + 1] = { part.max_time, "partition " .. part.name } end
+  if q and q.max_wall then limits[#limits + 1] = { q.max_wall, "QOS " .. st.qos } end
+  if r.time_unlimited then
+    for _, l in ipairs(limits) do
+      return reject(st, "too_long", "ask for --time=" .. fmt_time(l[1]) .. " or less",
+        { time = "UNLIMITED", limit = fmt_time(l[1]), limit_name = l[2] })
+    end
+    return nil
+  end
+  local t = r.time_limit_min
+  if not t then
+    t = part.default_time
+    for _, l in ipairs(limits) do
+      if t == nil or t > l[1] then t = l[1] end
+    end
+    if t then add(st, "time_limit", t) end
+    return nil
+  end
+  for _, l in ipairs(limits) do
+    if t > l[1] then
+      return reject(st, "too_long", "ask for --time=" .. fmt_time(l[1]) .. " or less",
+        { time = fmt_time(t), limit = fmt_time(l[1]), limit_name = l[2] })
+    end
+  end
+  return nil
+end
+
+local function apply_defaults(st)
+  -- memory and CPUs per GPU are the partitions' DefMemPerGPU/DefCpuPerGPU (slurm.conf): nothing here
+  if st.class.requeue then add(st, "requeue", 1) end
+  return nil
+end
+
+local STEPS = {
+  { "check_request", check_request },
+  { "fit_vram", fit_vram },
+  { "match_class", match_class },
+  { "place", place },
+  { "resolve_gpus", resolve_gpus },
+  { "set_time", set_time },
+  { "apply_defaults", apply_defaults },
+}
+
+-- Classify a request: the decision {accepted, class, partition, qos, gres, gpus, gpu_type, message,
+-- fix, key, options, type_untyped}. Pure: reads r and P only.
+local function classify(P, r)
+  local st = { P = P, r = r, gpus = 0, options = {} }
+  for _, step in ipairs(STEPS) do
+    local rej = step[2](st)
+    if rej then
+      return { accepted = false, class = st.class and st.class.name, qos = st.qos,
+               partition = st.partition and st.partition.name, message = rej.message, fix = rej.fix,
+               key = rej.key, step = step[1] }
+    end
+  end
+  return { accepted = true, class = st.class.name, partition = st.partition.name, qos = st.qos,
+           gres = st.gres, gpus = st.gpus, gpu_type = st.gpu_type, options = st.options,
+           type_untyped = st.type_untyped }
+end
+
+-- ---- writing the decision back ----------------------------------------------------------------
+
+-- "gres:gpu:2" -> "gres:gpu:h100:2"; "gres/gpu=1" -> "gres/gpu:h100=1"; "gpu" -> "gpu:h100";
+-- typed items and other GRES unchanged (mirror of render.script._type_gres, in Slurm's spelling).
+local function type_items(text, gtype)
+  if not text then return nil end
+  local out = {}
+  for _, item in ipairs(split(text, ",")) do
+    local prefix = ""
+    if ssub(item, 1, 5) == "gres:" or ssub(item, 1, 5) == "gres/" then prefix, item = ssub(item, 1, 5), ssub(item, 6) end
+    local bits = split(item, ":")
+    if bits[1] == "gpu" and #bits == 1 then item = "gpu:" .. gtype
+    elseif bits[1] == "gpu" and #bits == 2 and string.match(bits[2], "^%d+$") then item = "gpu:" .. gtype .. ":" .. bits[2]
+    elseif string.match(item, "^gpu=%d+$") then item = "gpu:" .. gtype .. ssub(item, 4)
+    end
+    out[#out + 1] = prefix .. item
+  end
+  return table.concat(out, ",")
+end
+
+local function apply(jd, d)
+  for _, o in ipairs(d.options) do
+    jd[o[1]] = o[2]
+  end
+  if d.type_untyped and d.gpu_type then
+    for _, f in ipairs({ "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task" }) do
+      local v = str(jd, f)
+      local typed = v and type_items(v, d.gpu_type)
+      if typed and typed ~= v then jd[f] = typed end
+    end
+  end
+end
+
+-- ---- entry points ----------------------------------------------------------------------------
+
+local function codes()
+  local s = slurm or {}
+  return s.SUCCESS or 0, s.ERROR or -1, s.ESLURM_INVALID_GRES or s.ERROR or -1
+end
+
+local GRES_KEYS = { untyped_gpu = true, unknown_gpu_type = true, gpu_type_not_in_partition = true }
+
+local function say(fn, text)
+  local s = slurm or {}
+  if type(s[fn]) == "function" then pcall(s[fn], "%s", text) end
+end
+
+local function rejected(P, d)
+  local SUCCESS, ERROR, GRES = codes()
+  local text = "slurm-gpu policy " .. P.name .. ": " .. d.message
+  if d.fix then text = text .. " (" .. d.fix .. ")" end
+  say("log_user", text)
+  say("log_info", "job_submit/slurm-gpu: rejected (" .. d.key .. "): " .. d.message)
+  if GRES_KEYS[d.key] then return GRES end
+  return ERROR
+end
+
+local function internal(P, where, err)
+  local SUCCESS, ERROR = codes()
+  say("log_error", "job_submit/slurm-gpu: internal error in " .. where .. ": " .. tostring(err) ..
+    "; job " .. (P.on_internal_error == "reject" and "rejected" or "accepted unchanged") .. " (on_internal_error)")
+  if P.on_internal_error == "reject" then
+    say("log_user", "slurm-gpu policy " .. P.name .. ": the site's submit filter failed; try again or tell the admins")
+    return ERROR
+  end
+  return SUCCESS
+end
+
+local function submit(P, job_desc)
+  local SUCCESS = codes()
+  local r = request_from_job_desc(job_desc, str(job_desc, "user_name"))
+  local d = classify(P, r)
+  if not d.accepted then return rejected(P, d) end
+  apply(job_desc, d)
+  return SUCCESS
+end
+
+-- A modification is checked as the job it would make: the job's record with the changed fields on
+-- top. It is refused when the policy would refuse that job; nothing is added (Slurm's own update).
+local MODIFY_FIELDS = { "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task", "partition",
+  "qos", "account", "time_limit", "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node",
+  "ntasks_per_tres", "ntasks_per_gpu", "array_inx", "cpus_per_task" }
+local REC_SENTINEL = { time_limit = NO_VAL, min_nodes = NO_VAL, max_nodes = NO_VAL, num_tasks = NO_VAL }
+
+local function modify(P, job_desc, job_rec, uid)
+  local SUCCESS = codes()
+  if uid == 0 then return SUCCESS end  -- root: the admin's update is the policy
+  local merged = {}
+  for _, f in ipairs(MODIFY_FIELDS) do
+    local new = get(job_desc, f)
+    local unset = new == nil or ((REC_SENTINEL[f] or NO_VAL16) == new) or new == NO_VAL
+    if unset then merged[f] = get(job_rec, f) else merged[f] = new end
+  end
+  merged.script = (get(job_rec, "batch_flag") ~= 0) and true or nil
+  local r = request_from_job_desc(merged, str(job_desc, "user_name") or str(job_rec, "user_name"))
+  local d = classify(P, r)
+  if not d.accepted then return rejected(P, d) end
+  return SUCCESS
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+  local ok, rc = pcall(submit, P, job_desc)
+  if ok then return rc end
+  return internal(P, "slurm_job_submit", rc)
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+  local ok, rc = pcall(modify, P, job_desc, job_rec, modify_uid)
+  if ok then return rc end
+  return internal(P, "slurm_job_modify", rc)
+end
+
+-- The pure parts, for the tests only (lupa sets SLURM_GPU_TEST to a table; slurmctld never does).
+if type(SLURM_GPU_TEST) == "table" then
+  SLURM_GPU_TEST.engine = { request_from_job_desc = request_from_job_desc, classify = classify,
+    total_gpus = total_gpus, apply = apply, type_items = type_items, py_repr = py_repr, P = P }
+end
