@@ -188,7 +188,9 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
         if first.has(name):
             raise InfoRequested(name)
     script_text = None
-    if first.script_path is not None:
+    if first.gpusub.get("interactive"):
+        sub = _interactive_session(first, argv, env, version=version, spank_options=spank)
+    elif first.script_path is not None:
         script_text = read_script(first.script_path)
         sub = parse_submission(argv, env, script_text, version=version, spank_options=spank)
     elif first.wrap is None and not _wants_only_info(first):
@@ -226,6 +228,25 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
     if decision.accepted and policy is not None and request.constraint:
         decision = _with_constraint_warnings(decision, request, policy)
     return Prepared(sub, request, decision, plan, spelling, policy, script_text, tuple(decisions))
+
+
+INTERACTIVE_ONLY_EXPLAIN = ("--interactive goes only with --explain [--json]: it predicts how salloc/srun would "
+                            "classify a session with these options; gpusub submits batch jobs only")
+
+
+def _interactive_session(first: Any, argv: list[str], env: Mapping[str, str], **parse_kw: Any) -> Any:
+    """``--interactive``: the submission as a salloc/srun session. Only with --explain (nothing can be
+    submitted); a trailing command is salloc's/srun's, not a batch script, so it is not read; sbatch's
+    ``SBATCH_*`` variables do not apply (salloc and srun read their own, which gpusub does not)."""
+    if not first.gpusub.get("explain"):
+        raise UsageError(INTERACTIVE_ONLY_EXPLAIN)
+    if first.wrap is not None:
+        raise UsageError("--interactive: --wrap is sbatch's; salloc and srun take the command itself")
+    if not any(k.startswith("SBATCH_") for k in env):
+        return first
+    from slurm_gpu.slurm.sbatch.parse import parse_submission
+
+    return parse_submission(argv, {k: v for k, v in env.items() if not k.startswith("SBATCH_")}, None, **parse_kw)
 
 
 def _wants_only_info(sub: Any) -> bool:

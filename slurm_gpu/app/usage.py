@@ -21,6 +21,8 @@ gpusub options:
   --policy FILE        Site policy (default: $GPUSUB_POLICY, then /etc/slurm-gpu/policy.yaml;
                        with none, gpusub behaves like sbatch).
   --class NAME         Ask for a job class of the policy.
+  --interactive        With --explain: classify as an interactive session, as salloc or
+                       srun would be (no batch script); gpusub itself submits batch jobs only.
   --gpu-isolation strict|shared
                        shared (default): srun steps see the job's GPUs as Slurm gives them.
                        strict: each srun task sees only the GPUs closest to its cores.

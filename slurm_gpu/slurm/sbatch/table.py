@@ -290,6 +290,8 @@ GPUSUB_OPTIONS: tuple[GpusubOption, ...] = (
     GpusubOption("wait", "wait", False, help="follow the job to its end; exit with its exit code"),
     GpusubOption("policy", "policy", True, help="site policy file"),
     GpusubOption("class", "class", True, help="job class from the policy"),
+    GpusubOption("interactive", "interactive", False,
+                 help="classify as an interactive session, as salloc or srun would be (with --explain only)"),
     GpusubOption("gpu-isolation", "gpu_isolation", True, ("strict", "shared")),
     GpusubOption("launch", "launch", True, ("batch", "per-gpu")),
     GpusubOption("gpu-fraction", "gpu_fraction", True, help="part of one GPU (MIG slice or MPS share), e.g. 0.25"),

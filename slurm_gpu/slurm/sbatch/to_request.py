@@ -155,7 +155,7 @@ def to_job_request(sub: Any, user: str | None = None, groups: Iterable[str] = ()
         user=user,
         groups=tuple(groups),
         array=get("array"),
-        interactive=False,
+        interactive=bool(sub.gpusub.get("interactive")),  # gpusub --interactive: a salloc/srun session
         job_name=get("job-name") or ("wrap" if sub.wrap is not None else None),
         model_params=units.parse_param_count(params) if params else None,
         precision=sub.gpusub.get("precision"),
@@ -169,6 +169,7 @@ def to_job_request(sub: Any, user: str | None = None, groups: Iterable[str] = ()
         shards=forms.sharing.get("shard"),
         partitions=partitions,
         time_unlimited=time_text is not None and time_min is None,
+        nodelist_count=len(sv.parse_nodelist(hosts)) if (hosts := get("nodelist")) else None,
     )
 
 
