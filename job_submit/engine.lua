@@ -541,24 +541,28 @@ local function type_items(text, gtype)
   return table.concat(out, ",")
 end
 
+local function type_forms(jd, d)  -- the GPU type resolved for an untyped request, into its own forms
+  if not (d.type_untyped and d.gpu_type) then return end
+  for _, f in ipairs({ "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task" }) do
+    local v = str(jd, f)
+    local typed = v and type_items(v, d.gpu_type)
+    if typed and typed ~= v then jd[f] = typed end
+  end
+end
+
 local function apply(jd, d)
   for _, o in ipairs(d.options) do
     jd[o[1]] = o[2]
   end
-  if d.type_untyped and d.gpu_type then
-    for _, f in ipairs({ "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task" }) do
-      local v = str(jd, f)
-      local typed = v and type_items(v, d.gpu_type)
-      if typed and typed ~= v then jd[f] = typed end
-    end
-  end
+  type_forms(jd, d)
 end
 
 -- ---- entry points ----------------------------------------------------------------------------
 
+-- slurm.ESLURM_* are nil on 22.05 (measured; returning nil accepts the job): Slurm's numbers then.
 local function codes()
   local s = slurm or {}
-  return s.SUCCESS or 0, s.ERROR or -1, s.ESLURM_INVALID_GRES or s.ERROR or -1
+  return s.SUCCESS or 0, s.ERROR or -1, s.ESLURM_INVALID_GRES or 2072
 end
 
 local GRES_KEYS = { untyped_gpu = true, unknown_gpu_type = true, gpu_type_not_in_partition = true }
@@ -598,26 +602,41 @@ local function submit(P, job_desc)
   return SUCCESS
 end
 
--- A modification is checked as the job it would make: the job's record with the changed fields on
--- top. It is refused when the policy would refuse that job; nothing is added (Slurm's own update).
+-- A modification is checked as the job it would make: the job's record (job_rec) with the changed
+-- fields (job_desc) on top, and refused when the policy would refuse that job. Measured (22.05.8 and
+-- 24.11.5, docs/job_submit.md): job_desc holds only the changed fields; job_rec has partition, qos,
+-- account, time_limit, the tres_per_* fields, min_nodes, max_nodes (0 without -N), array_task_cnt and
+-- script (nil for salloc/srun sessions), but no num_tasks, ntasks_per_*, array_inx or user_name. Only
+-- a GPU form the update names is typed (24.11 takes an untyped TresPerJob over a typed request).
 local MODIFY_FIELDS = { "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task", "partition",
   "qos", "account", "time_limit", "min_nodes", "max_nodes", "num_tasks", "ntasks_per_node",
-  "ntasks_per_tres", "ntasks_per_gpu", "array_inx", "cpus_per_task" }
-local REC_SENTINEL = { time_limit = NO_VAL, min_nodes = NO_VAL, max_nodes = NO_VAL, num_tasks = NO_VAL }
+  "ntasks_per_tres", "ntasks_per_gpu" }
+
+local function changed(v)
+  return v ~= nil and v ~= NO_VAL and v ~= NO_VAL16 and v ~= ""
+end
 
 local function modify(P, job_desc, job_rec, uid)
   local SUCCESS = codes()
   if uid == 0 then return SUCCESS end  -- root: the admin's update is the policy
-  local merged = {}
+  local merged, any = {}, false
   for _, f in ipairs(MODIFY_FIELDS) do
     local new = get(job_desc, f)
-    local unset = new == nil or ((REC_SENTINEL[f] or NO_VAL16) == new) or new == NO_VAL
-    if unset then merged[f] = get(job_rec, f) else merged[f] = new end
+    if f == "tres_per_node" and not changed(new) then new = get(job_desc, "gres") end
+    if changed(new) then merged[f], any = new, true else merged[f] = get(job_rec, f) end
   end
-  merged.script = (get(job_rec, "batch_flag") ~= 0) and true or nil
-  local r = request_from_job_desc(merged, str(job_desc, "user_name") or str(job_rec, "user_name"))
+  if not any then return SUCCESS end  -- a name, a comment, a hold: nothing the policy decides
+  if merged.max_nodes == 0 then merged.max_nodes = nil end
+  local cnt = get(job_rec, "array_task_cnt")
+  if type(get(job_rec, "array_job_id")) == "number" and get(job_rec, "array_job_id") > 0
+      or (type(cnt) == "number" and cnt > 1) then
+    merged.array_inx = "(array)"
+  end
+  merged.script = get(job_rec, "script")
+  local r = request_from_job_desc(merged, str(job_desc, "user_name"))
   local d = classify(P, r)
   if not d.accepted then return rejected(P, d) end
+  type_forms(job_desc, d)
   return SUCCESS
 end
 

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``slurm-gpu policy check|show FILE``. Exit codes: 0 valid (warnings allowed), 1 invalid, 2 usage."""
+"""``slurm-gpu policy check|show|compile FILE``. Exit codes: 0 valid (warnings allowed) / printed /
+written, 1 invalid policy or a file that cannot be written, 2 usage."""
 
 from __future__ import annotations
 
@@ -54,6 +55,40 @@ def check(file: str, as_json: bool, live: bool) -> None:
                    + (f", {n(len(warnings), 'warning')}" if warnings else ""))
     if not result.ok:
         raise SystemExit(1)
+
+
+@policy.command("compile")
+@click.argument("file", metavar="POLICY", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", default=None, metavar="PATH",
+              help="Write job_submit.lua here (a directory gets job_submit.lua in it) [standard output].")
+@click.option("--install", is_flag=True,
+              help="Write job_submit.lua into the directory of slurm.conf (SLURM_CONF, else /etc/slurm).")
+def compile_(file: str, output: str | None, install: bool) -> None:
+    """Compile POLICY to one self-contained job_submit.lua (Lua 5.1) for Slurm's job_submit/lua plugin:
+    the same classes, limits, defaults and messages as gpusub, for plain sbatch, salloc, srun and
+    scontrol update. Files are replaced atomically; slurmctld re-reads the script by itself."""
+    from slurm_gpu.app.job_submit import SCRIPT_NAME, compile_file, install_text, slurm_conf_dir
+    from slurm_gpu.errors import PolicyError
+
+    if output and install:
+        raise click.UsageError("give -o PATH or --install, not both")
+    if not os.path.exists(file):
+        raise click.UsageError(f"policy file {file!r} does not exist")
+    try:
+        text = compile_file(file)
+    except PolicyError as exc:
+        raise click.ClickException(str(exc).splitlines()[0]) from None
+    if not output and not install or output == "-":
+        click.echo(text, nl=False)
+        return
+    dst = os.path.join(slurm_conf_dir(), SCRIPT_NAME) if install else str(output)
+    if os.path.isdir(dst):
+        dst = os.path.join(dst, SCRIPT_NAME)
+    try:
+        written = install_text(text, dst)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {dst}: {exc.strerror or exc}") from None
+    click.echo(f"{dst}: {'written' if written else 'unchanged'} (policy {file})", err=True)
 
 
 @policy.command("show")
