@@ -69,11 +69,24 @@ def _report(case) -> str:
     return "\n".join(lines)
 
 
+@pytest.fixture(scope="module")
+def policy_plugin(slurm_lab) -> bool:
+    """Whether the lab runs its policy's compiled job_submit.lua (the default; `lab up --no-job-submit`)."""
+    conf = slurm_lab.run(["scontrol", "show", "config"]).stdout
+    return any(line.split("=", 1)[0].strip() == "JobSubmitPlugins" and "lua" in line for line in conf.splitlines())
+
+
 @pytest.mark.parametrize("script", CORPUS, ids=IDS)
-def test_sbatch_matches_manifest(results, script):
+def test_sbatch_matches_manifest(results, script, policy_plugin):
     case = results[script.name]
     sb = case.sides["sbatch"]
     report = _report(case)
+    if script.expect.get("policy") == "refuse" and policy_plugin:
+        # the site policy refuses it (gpusub does): with the compiled job_submit.lua, so does plain sbatch,
+        # with the policy's message; without the plugin, Slurm takes it as the manifest says below
+        assert sb.rc != 0 and "slurm-gpu policy" in sb.err, f"the policy plugin let plain sbatch through\n{report}"
+        assert case.sides["gpusub"].rc != 0, report
+        return
     if script.mode == "refuse":
         assert sb.rc != 0, f"the manifest says sbatch refuses this script, but it accepted it\n{report}"
         return

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
-# fidelity-expect: mode=never pends=PartitionTimeLimit gpus=4 nodes=1
+# fidelity-expect: mode=never pends=PartitionTimeLimit gpus=4 nodes=1 policy=refuse
 #SBATCH --gres=gpu:h100:4
 #SBATCH --time=3-00:00:00
 
