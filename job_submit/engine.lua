@@ -541,20 +541,35 @@ local function type_items(text, gtype)
   return table.concat(out, ",")
 end
 
-local function type_forms(jd, d)  -- the GPU type resolved for an untyped request, into its own forms
+local function set(jd, f, v, done)  -- write a field, remembering the old value (for undo)
+  done[#done + 1] = { f, get(jd, f) }
+  jd[f] = v
+end
+
+local function type_forms(jd, d, done)  -- the GPU type resolved for an untyped request, into its own forms
   if not (d.type_untyped and d.gpu_type) then return end
   for _, f in ipairs({ "tres_per_job", "tres_per_node", "tres_per_socket", "tres_per_task" }) do
     local v = str(jd, f)
     local typed = v and type_items(v, d.gpu_type)
-    if typed and typed ~= v then jd[f] = typed end
+    if typed and typed ~= v then set(jd, f, typed, done) end
   end
 end
 
+-- Write the decision into job_desc, all or nothing: when a setter fails, the fields already written
+-- get their old values back (nil is written as "", which clears a field in slurmctld) and the error
+-- goes on to the entry point, so "accepted unchanged" holds.
 local function apply(jd, d)
-  for _, o in ipairs(d.options) do
-    jd[o[1]] = o[2]
+  local done = {}
+  local ok, err = pcall(function()
+    for _, o in ipairs(d.options) do set(jd, o[1], o[2], done) end
+    type_forms(jd, d, done)
+  end)
+  if ok then return end
+  for i = #done, 1, -1 do
+    local f, old = done[i][1], done[i][2]
+    if not pcall(function() jd[f] = old end) and old == nil then pcall(function() jd[f] = "" end) end
   end
-  type_forms(jd, d)
+  error(err, 0)
 end
 
 -- ---- entry points ----------------------------------------------------------------------------
@@ -627,16 +642,15 @@ local function modify(P, job_desc, job_rec, uid)
   end
   if not any then return SUCCESS end  -- a name, a comment, a hold: nothing the policy decides
   if merged.max_nodes == 0 then merged.max_nodes = nil end
-  local cnt = get(job_rec, "array_task_cnt")
-  if type(get(job_rec, "array_job_id")) == "number" and get(job_rec, "array_job_id") > 0
-      or (type(cnt) == "number" and cnt > 1) then
+  local cnt, array_id = get(job_rec, "array_task_cnt"), get(job_rec, "array_job_id")
+  if (type(array_id) == "number" and array_id > 0) or (type(cnt) == "number" and cnt > 1) then
     merged.array_inx = "(array)"
   end
   merged.script = get(job_rec, "script")
   local r = request_from_job_desc(merged, str(job_desc, "user_name"))
   local d = classify(P, r)
   if not d.accepted then return rejected(P, d) end
-  type_forms(job_desc, d)
+  type_forms(job_desc, d, {})
   return SUCCESS
 end
 
