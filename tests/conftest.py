@@ -155,3 +155,26 @@ def ensure_lab(restart: bool = False) -> SlurmLab:
 @pytest.fixture(scope="session")
 def slurm_lab() -> SlurmLab:
     return ensure_lab()
+
+
+@pytest.fixture(scope="module")
+def slurm_alone(slurm_lab: SlurmLab):
+    """Slurm without the site policy, for a module of tests that measure what Slurm itself does with
+    sbatch's options: the lab's job_submit.lua passes every job through unchanged meanwhile, and the
+    script it had (the lab policy, compiled) is put back afterwards. JobSubmitPlugins stays ``lua``, so
+    nothing restarts: slurmctld re-reads the script when its mtime moves (the installer moves it)."""
+    from slurm_gpu.lab.jobsubmit import PASS_THROUGH, install_text
+
+    conf_dir = os.path.dirname(slurm_lab.slurm_conf)
+    path = os.path.join(conf_dir, "job_submit.lua")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            before = fh.read()
+    except FileNotFoundError:
+        yield  # the lab runs without the plugin
+        return
+    install_text(PASS_THROUGH, conf_dir)
+    try:
+        yield
+    finally:
+        install_text(before, conf_dir)

@@ -48,8 +48,11 @@ def lab() -> None:
     "--job-submit-lua",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="Copy this job_submit.lua beside slurm.conf and set JobSubmitPlugins=lua.",
+    help="Copy this job_submit.lua beside slurm.conf instead of the one compiled from the policy.",
 )
+@click.option("--job-submit/--no-job-submit", default=None,
+              help="Run the policy compiled into job_submit.lua (JobSubmitPlugins=lua), or no plugin "
+                   "[on, unless SLURM_GPU_LAB_JOB_SUBMIT=0].")
 @click.option("--prolog", type=click.Path(exists=True, dir_okay=False), default=None, help="Prolog= script.")
 @click.option("--epilog", type=click.Path(exists=True, dir_okay=False), default=None, help="Epilog= script.")
 @click.option("--task-prolog", type=click.Path(exists=True, dir_okay=False), default=None, help="TaskProlog= script.")
@@ -58,6 +61,7 @@ def up(
     policy_path: str | None,
     restart: bool,
     job_submit_lua: str | None,
+    job_submit: bool | None,
     prolog: str | None,
     epilog: str | None,
     task_prolog: str | None,
@@ -68,7 +72,7 @@ def up(
     from slurm_gpu.lab.control import default_hooks, default_policy_path, policy_spec_factory
 
     policy = os.path.abspath(policy_path or default_policy_path())
-    hooks = default_hooks(job_submit_lua=job_submit_lua, prolog=prolog, epilog=epilog, task_prolog=task_prolog)
+    hooks = default_hooks(job_submit_lua, prolog, epilog, task_prolog, job_submit_policy=job_submit)
     try:
         took = _lab(lab_dir).up(policy_spec_factory(policy), hooks=hooks, restart=restart, policy_path=policy)
     except SlurmGpuError as e:

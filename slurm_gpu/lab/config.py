@@ -123,8 +123,9 @@ def node_port(spec: LabSpec, rt: LabRuntime, node: str) -> int:
 
 def _hook_lines(h: LabHooks, conf_dir: str) -> list[str]:
     lines = []
-    if h.job_submit_lua:
-        lines.append(f"# job_submit.lua is read from {conf_dir}/job_submit.lua")
+    if h.job_submit:  # the comment names the source, so that a change of source counts as a config change
+        source = "compiled from the lab policy" if h.job_submit == "policy" else f"copied from {h.job_submit}"
+        lines.append(f"# job_submit.lua is read from {conf_dir}/job_submit.lua ({source})")
         lines.append("JobSubmitPlugins=lua")
     for key, path in (("Prolog", h.prolog), ("Epilog", h.epilog), ("TaskProlog", h.task_prolog)):
         if path:

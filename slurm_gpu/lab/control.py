@@ -73,10 +73,18 @@ def policy_spec_factory(policy_path: str) -> SpecFactory:
     return make
 
 
-def default_hooks(**given: str | None) -> LabHooks:
-    """Hooks wired into slurm.conf. The project's own entry points go here once they exist; until then
-    only paths given explicitly (``lab up --prolog ...``) are used and the keys stay unset."""
-    return LabHooks(**{k: (os.path.abspath(v) if v else None) for k, v in given.items()})
+def default_hooks(job_submit_lua: str | None = None, prolog: str | None = None, epilog: str | None = None,
+                  task_prolog: str | None = None, *, job_submit_policy: bool | None = None) -> LabHooks:
+    """Hooks wired into slurm.conf: job_submit.lua compiled from the lab policy unless
+    ``job_submit_policy`` is false (``lab up --no-job-submit``; None: on unless SLURM_GPU_LAB_JOB_SUBMIT=0),
+    and the paths given (``lab up --prolog ...``; ``--job-submit-lua`` wins over the compiled script)."""
+    def _abs(path: str | None) -> str | None:
+        return os.path.abspath(path) if path else None
+
+    if job_submit_policy is None:
+        job_submit_policy = os.environ.get("SLURM_GPU_LAB_JOB_SUBMIT", "1") != "0"
+    return LabHooks(job_submit_lua=_abs(job_submit_lua), prolog=_abs(prolog), epilog=_abs(epilog),
+                    task_prolog=_abs(task_prolog), job_submit_policy=job_submit_policy)
 
 
 def slurm_version() -> tuple[int, int, int]:
@@ -189,7 +197,7 @@ class Lab(LabDaemons):
         t0 = time.monotonic()
         if not restart and self.healthy() and self._config_unchanged(spec_factory, hooks):
             if policy_path:  # same config, maybe from another checkout: the lab keeps its own copy
-                self._copy_policy(policy_path)
+                self._copy_policy(policy_path, hooks)
                 Path(self.paths.env_file).write_text(self.env_text())
             self.say(f"lab already up and healthy ({self._ms(t0)}); use --restart to start afresh")
             return time.monotonic() - t0
@@ -220,7 +228,9 @@ class Lab(LabDaemons):
         self._write("nodes", "\n".join(spec.node_names))
         self._write("device-dir", device_dir)
         if policy_path:
-            self._copy_policy(policy_path)
+            self._copy_policy(policy_path, hooks)
+        elif hooks.job_submit == "policy":
+            self._install_job_submit()
         self.say(
             f"Slurm {version_text(version)}; nodes {','.join(spec.node_names)}; gpu types "
             f"{','.join(spec.gpu_types)}; conf {self.slurm_conf} ({self._ms(t)})"
@@ -245,10 +255,11 @@ class Lab(LabDaemons):
         self.say(f"lab UP in {took:.1f} s. Clients: source <(slurm-gpu lab env); submit as '{self.user}'")
         return took
 
-    def _copy_policy(self, policy_path: str) -> None:
+    def _copy_policy(self, policy_path: str, hooks: LabHooks) -> None:
         """Copy the policy (with its includes and topology files) into the lab dir and record the copy:
         GPUSUB_POLICY must not dangle once the checkout it came from is gone, and the lab user must be
-        able to read it even when that checkout is private."""
+        able to read it even when that checkout is private. Then compile the copy into job_submit.lua
+        when the lab runs the policy's plugin, so that client and server read the same policy."""
         from slurm_gpu.lab.runtime import copy_policy
 
         try:
@@ -256,6 +267,14 @@ class Lab(LabDaemons):
         except (OSError, SlurmGpuError) as e:
             raise SlurmGpuError(f"cannot copy the lab policy {policy_path} into {self.paths.lab_dir}: {e}") from e
         self._write("policy", copied)
+        if hooks.job_submit == "policy":
+            self._install_job_submit()
+
+    def _install_job_submit(self) -> None:
+        """conf_dir/job_submit.lua := the lab's policy copy, compiled (atomic rename; slurmctld reloads it)."""
+        from slurm_gpu.lab.jobsubmit import install_policy_script
+
+        install_policy_script(self._read("policy") or default_policy_path(), self.paths.conf_dir)
 
     def _write_configs(self, spec: LabSpec, rt: LabRuntime) -> None:
         files = render_all(spec, rt)

@@ -36,12 +36,22 @@ LabQos = Qos
 
 @dataclass(frozen=True)
 class LabHooks:
-    """Optional paths to wire into slurm.conf. ``None`` leaves the key unset (no placeholders)."""
+    """Optional paths to wire into slurm.conf. ``None`` leaves the key unset (no placeholders).
+
+    ``job_submit_policy``: compile the lab's own policy copy into ``job_submit.lua``
+    (:func:`slurm_gpu.emit.job_submit.compile_policy`; ``default_hooks`` turns it on). An explicit
+    ``job_submit_lua`` file wins over it."""
 
     job_submit_lua: str | None = None
+    job_submit_policy: bool = False
     prolog: str | None = None
     epilog: str | None = None
     task_prolog: str | None = None
+
+    @property
+    def job_submit(self) -> str | None:
+        """Where the lab's job_submit.lua comes from: the explicit file, "policy", or None (no plugin)."""
+        return self.job_submit_lua or ("policy" if self.job_submit_policy else None)
 
 
 @dataclass(frozen=True)

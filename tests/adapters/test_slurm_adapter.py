@@ -61,6 +61,7 @@ def test_submit_detail_state_and_follow_in_the_lab(slurm_lab):
 
 
 @pytest.mark.slurm
+@pytest.mark.usefixtures("slurm_alone")  # Slurm's own message, not the policy plugin's
 def test_submit_failure_is_one_line_from_slurm(slurm_lab, tmp_path):
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\ntrue\n")

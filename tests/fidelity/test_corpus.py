@@ -23,7 +23,8 @@ def test_corpus_is_large_and_well_formed():
         assert text.startswith(("#!/bin/bash\n", "#!/usr/bin/env bash\n")), s.name  # BASH_ENV needs bash
         assert "# SPDX-License-Identifier: Apache-2.0" in text, s.name
         keys = set(s.expect) - {"mode"}
-        assert keys <= {"batch", "python", "gpus", "nodes", "tasks", "cpus", "mem", "array", "pends", "exists", "policy"} | {
+        assert keys <= {"batch", "python", "gpus", "nodes", "tasks", "cpus", "mem", "array", "pends", "exists",
+                        "policy"} | {
             k for k in keys if k.startswith(("launch.", "worker."))}, s.name
         if s.mode == "run":
             assert int(s.expect["batch"]) >= 1, s.name

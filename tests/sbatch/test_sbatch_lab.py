@@ -14,7 +14,7 @@ import pytest
 
 from slurm_gpu.slurm.sbatch.parse import parse_submission, to_argv
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("slurm_alone")]  # Slurm itself
 
 _spec = importlib.util.spec_from_file_location("sbatch_cases", os.path.join(os.path.dirname(__file__), "cases.py"))
 cases = importlib.util.module_from_spec(_spec)

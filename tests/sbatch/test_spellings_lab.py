@@ -14,7 +14,7 @@ from slurm_gpu.slurm.sbatch.directives import DEFAULT_MAX_SCRIPT_BYTES
 from slurm_gpu.slurm.sbatch.parse import OptionError, parse_submission
 from slurm_gpu.slurm.sbatch.to_request import to_job_request
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("slurm_alone")]  # Slurm itself
 
 SH = "#!/bin/bash\n"
 
