@@ -23,12 +23,23 @@ from slurm_gpu.errors import SlurmGpuError
 SCRIPT_NAME = "job_submit.lua"
 
 
+def template_dir() -> str:
+    """``job_submit/`` beside the package (source tree) or ``<prefix>/share/slurm-gpu/job_submit`` (installed)."""
+    import sys
+
+    from slurm_gpu.emit.job_submit import ENGINE_NAME, SOURCE_DIR
+
+    if os.path.isfile(os.path.join(SOURCE_DIR, ENGINE_NAME)):
+        return SOURCE_DIR
+    return os.path.join(sys.prefix, "share", "slurm-gpu", "job_submit")
+
+
 def compile_file(policy_path: str) -> str:
     """The job_submit.lua text of the policy file; PolicyError (file:line: field) when it is invalid."""
     from slurm_gpu.emit.job_submit import compile_policy
     from slurm_gpu.policy import load_policy
 
-    return compile_policy(load_policy(policy_path))
+    return compile_policy(load_policy(policy_path), template_dir())
 
 
 def slurm_conf_dir(env: dict[str, str] | None = None) -> str:

@@ -154,4 +154,5 @@ def compile_policy(policy: Policy, template_dir: str | None = None) -> str:
         digest=hashlib.sha256(table.encode()).hexdigest()[:16])
 
 
-__all__ = ["compile_policy", "policy_table", "lua_string", "lua_value", "message_pieces", "SOURCE_DIR", "STEP_NAMES"]
+__all__ = ["compile_policy", "policy_table", "lua_string", "lua_value", "message_pieces", "SOURCE_DIR", "STEP_NAMES",
+           "ENGINE_NAME", "TEMPLATE_NAME"]
