@@ -203,6 +203,17 @@ end
 
 -- ---- messages (Python's str.format, as the compiler split the site's texts) --------------------
 
+local function py_float(v)  -- Python's repr of a float: the shortest text that reads back the same
+  if v ~= v then return "nan" end
+  if v == huge then return "inf" elseif v == -huge then return "-inf" end
+  if v == floor(v) and v > -1e16 and v < 1e16 then return sformat("%d.0", v) end
+  for digits = 1, 17 do
+    local text = sformat("%." .. digits .. "g", v)
+    if tonumber(text) == v then return text end
+  end
+  return sformat("%.17g", v)
+end
+
 local function py_str(v)
   if type(v) == "number" then
     if v == floor(v) and v > -1e15 and v < 1e15 then return sformat("%d", v) end
@@ -234,7 +245,8 @@ local function message(P, key, values)
     else
       local v = values[piece[1]]
       if v == nil then v = "" end
-      out[#out + 1] = (piece[2] == "r") and py_repr(v) or py_str(v)
+      if type(v) == "number" and piece[1] == "fraction" then out[#out + 1] = py_float(v)
+      else out[#out + 1] = (piece[2] == "r") and py_repr(v) or py_str(v) end
     end
   end
   return table.concat(out)
@@ -278,7 +290,14 @@ local function check_request(st)
   end
   st.gpus = total_gpus(r)
   st.gpu_type = r.gpu_type
-  if st.gpu_type and not P.gpu_type_set[st.gpu_type] then
+  local mig = st.gpu_type and P.mig_types[st.gpu_type]
+  if mig then  -- --gres=gpu:a100_1g.10gb:1: a MIG slice asked for by its gres type
+    if st.gpus ~= 1 or #r.gpu_types ~= 1 then
+      return reject(st, "bad_request", "ask for one MIG slice alone: --gres=gpu:" .. st.gpu_type .. ":1",
+        { why = py_str(st.gpus) .. " GPU(s) of " .. #r.gpu_types .. " type(s) with the MIG slice " .. st.gpu_type })
+    end
+    st.gpu_type, st.mig_profile, st.gpus, st.fraction = mig[1], mig[2], 0, mig[3] / 7
+  elseif st.gpu_type and not P.gpu_type_set[st.gpu_type] then
     return reject(st, "unknown_gpu_type", "GPU types: " .. join(P.gpu_type_names, ", "), { gpu_type = st.gpu_type })
   end
   return nil
@@ -290,7 +309,8 @@ end
 
 local function mismatch(st, c)
   local r, m, P = st.r, c.match, st.P
-  if m.gpu_fraction == true then return "needs a GPU fraction" end  -- no fraction in a job_desc
+  if m.gpu_fraction == true and not st.fraction then return "needs a GPU fraction" end
+  if m.gpu_fraction == false and st.fraction then return "does not take GPU fractions" end
   if m.min_gpus and st.gpus < m.min_gpus then return "min_gpus" end
   if m.max_gpus and st.gpus > m.max_gpus then return "max_gpus" end
   if m.max_time then
@@ -452,7 +472,31 @@ local function whole_gpus(st, part)
   return nil
 end
 
+-- A fraction reaches the server only as a MIG slice named by its gres type (check_request): the MIG
+-- half of the classifier's fraction step (no MPS: the request named its slice).
+local function fraction(st, part)
+  local f = st.fraction
+  if st.P.fraction_mode == "reject" then
+    return reject(st, "fraction", "ask for a whole GPU (--gpus=<type>:1)",
+      { fraction = f, why = "this site does not share GPUs" })
+  end
+  local any = false
+  for _, c in ipairs(part.mig) do
+    if (not st.gpu_type or c[3] == st.gpu_type) and c[4] == st.mig_profile then
+      any = true
+      if c[1] / 7 >= f - 1e-9 then
+        st.gpu_type, st.gpus = c[3], 1
+        st.gres = "gpu:" .. c[3] .. "_" .. c[4] .. ":1"
+        return nil
+      end
+    end
+  end
+  return reject(st, "fraction", "use one of the MIG profiles " .. (any and st.mig_profile or "(none)") ..
+    " in partition " .. part.name, { fraction = f, why = "no allowed MIG profile in partition " .. part.name .. " covers it" })
+end
+
 local function resolve_gpus(st)
+  if st.fraction then return fraction(st, st.partition) end
   if st.gpus > 0 then return whole_gpus(st, st.partition) end
   return nil
 end

@@ -19,6 +19,7 @@ from typing import Any
 
 from slurm_gpu.policy.classifier.steps import STEPS
 from slurm_gpu.policy.model import DEFAULT_MESSAGES, Policy
+from slurm_gpu.units import parse_mig_profile
 
 SOURCE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "job_submit")
 TEMPLATE_NAME = "job_submit.lua.j2"
@@ -95,13 +96,19 @@ def _messages(policy: Policy) -> dict[str, list[Any]]:
 def policy_table(policy: Policy) -> dict[str, Any]:
     """The data the engine reads, derived once from the policy (plain data; see engine.lua)."""
     parts = []
+    iso = policy.isolation
     for p in policy.partitions:
         offered = list(policy.partition_gpu_types(p.name))
+        mig = sorted(  # MIG candidates as the classifier's fraction step sorts them (without its type filter)
+            (parse_mig_profile(prof).slices, parse_mig_profile(prof).memory_gb, t, prof)
+            for t in offered if (g := policy.gpu_type(t)) is not None and g.mig_capable
+            for prof in g.mig_profiles if not iso.mig_profiles or prof in iso.mig_profiles)
         parts.append({
             "name": p.name, "max_time": p.max_time_min, "default_time": p.default_time_min,
             "allowed_qos": list(p.allowed_qos), "default_qos": p.default_qos,
             "default_gpu_type": p.default_gpu_type, "offered": offered,
             "capacity": {t: list(policy.gpu_capacity(p.name, t)) for t in offered},
+            "mig": [list(c) for c in mig],
         })
     classes = []
     for c in policy.classes:
@@ -124,6 +131,9 @@ def policy_table(policy: Policy) -> dict[str, Any]:
         "default_gpu_type": d.gpu_type,
         "gpu_type_names": [g.name for g in policy.gpu_types],
         "gpu_type_set": {g.name: True for g in policy.gpu_types},
+        "mig_types": {f"{g.name}_{prof}": [g.name, prof, parse_mig_profile(prof).slices]
+                      for g in policy.gpu_types if g.mig_capable for prof in g.mig_profiles},
+        "fraction_mode": iso.fraction_mode,
         "partitions": parts,
         "partition_names": [p.name for p in policy.partitions],
         "partition_index": {p.name: i + 1 for i, p in enumerate(policy.partitions)},

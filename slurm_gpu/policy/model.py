@@ -257,6 +257,17 @@ class Policy(Record):
     def gpu_type(self, name: str | None) -> GpuType | None:
         return next((g for g in self.gpu_types if g.name == name), None)
 
+    def mig_type(self, name: str | None) -> tuple[str, str, int] | None:
+        """(GPU type, profile, slices) when ``name`` is a MIG slice's gres type as Slurm and gpusub name
+        it, ``<type>_<profile>`` (``a100_1g.10gb``), of a MIG-capable type that offers the profile."""
+        if not name or "_" not in name:
+            return None
+        base, _, prof = name.partition("_")
+        g = self.gpu_type(base)
+        if g is None or not g.mig_capable or prof not in g.mig_profiles:
+            return None
+        return base, prof, int(prof.split("g.", 1)[0])
+
     def job_class(self, name: str | None) -> JobClass | None:
         return next((c for c in self.classes if c.name == name), None)
 

@@ -35,7 +35,7 @@ CI = os.environ.get("CI") == "true"
 COMMAND_LINES = 5200 if CI else 250
 REQUIRED = 20000 if CI else 0
 
-TYPES = ["h100", "a100", "v100", "H100", "a100_1g.10gb", "1g.10gb"]
+TYPES = ["h100", "a100", "v100", "H100", "a100_1g.10gb", "a100_3g.40gb", "a100_7g.80gb", "h100_1g.10gb", "1g.10gb"]
 GRES_TYPES = [*TYPES, "gpu"]  # --gres=gpu:gpu:1 names the type "gpu" (--gpus=gpu:1 is a 24.11 oddity: not here)
 PARTITIONS = ["batch", "interactive", "spot", "mig", "prod", "train", "dev", "gpu", "nope", "batch,spot", "spot,batch"]
 QOS = ["normal", "debug", "high", "spot", "standard", "prod", "dev", "sweep", "short", "bogus"]

@@ -111,3 +111,23 @@ def test_uneven_gpus_over_nodes_are_accepted_as_sbatch_accepts_them(uni):
     # sbatch takes --gpus=9 on 8-GPU nodes (slurmctld splits 8 + 1): refusing it would refuse a job sbatch starts
     d = classify(J(gpus=9, account="hpc-priority"), uni)
     assert d.accepted and any("unevenly" in r for r in d.reasons)
+
+
+def test_a_mig_slice_named_as_its_gres_type_is_a_fraction(uni) -> None:
+    # university: a100 offers 1g.10gb..7g.80gb, isolation allows 1g/2g/3g, fraction_mode mig, class
+    # mig-small (gpu_fraction: true) maps to partition mig, QOS normal
+    r = J(gpus_per_node=1, gpu_type="a100_1g.10gb", gpu_types=("a100_1g.10gb",),
+          gpus_per_node_by_type=(("a100_1g.10gb", 1),))
+    d = classify(r, uni)
+    assert (d.accepted, d.job_class, d.partition, d.qos, d.gres) == (True, "mig-small", "mig", "normal",
+                                                                      "gpu:a100_1g.10gb:1")
+    assert not any(o.startswith("--gres") for o in d.added_options)  # the user's own option stays
+    two = r._replace(gpus_per_node=2, gpus_per_node_by_type=(("a100_1g.10gb", 2),))
+    assert "one MIG slice" in (classify(two, uni).fix or "")
+    big = r._replace(gpu_type="a100_7g.80gb", gpu_types=("a100_7g.80gb",),
+                     gpus_per_node_by_type=(("a100_7g.80gb", 1),))  # 7/7: not an allowed profile
+    assert classify(big, uni).message == ("a GPU fraction of 1.0 cannot be served: no allowed MIG profile in "
+                                          "partition mig covers it")
+    unknown = r._replace(gpu_type="h100_1g.10gb", gpu_types=("h100_1g.10gb",),
+                         gpus_per_node_by_type=(("h100_1g.10gb", 1),))  # h100 offers no profile here
+    assert classify(unknown, uni).message == "unknown GPU type 'h100_1g.10gb'"

@@ -30,12 +30,19 @@ def check_request(st: State) -> None:
         st.fraction = float(f)
     st.gpus = r.total_gpus
     st.gpu_type = r.gpu_type or None
-    if st.gpu_type and st.policy.gpu_type(st.gpu_type) is None:
+    mig = st.policy.mig_type(st.gpu_type)
+    if mig is not None:  # --gres=gpu:a100_1g.10gb:1: a MIG slice asked for by its gres type
+        if st.gpus != 1 or len(r.gpu_types) != 1:
+            raise st.reject("bad_request", f"ask for one MIG slice alone: --gres=gpu:{st.gpu_type}:1",
+                            why=f"{st.gpus} GPU(s) of {len(r.gpu_types)} type(s) with the MIG slice {st.gpu_type}")
+        st.gpu_type, st.mig_profile, st.gpus, st.fraction = mig[0], mig[1], 0, mig[2] / 7
+    elif st.gpu_type and st.policy.gpu_type(st.gpu_type) is None:
         names = [g.name for g in st.policy.gpu_types]
         raise st.reject("unknown_gpu_type", f"{hint(st.gpu_type, names)}GPU types: {', '.join(names)}",
                         gpu_type=st.gpu_type)
     st.reasons.append(f"policy {st.policy.name}: request asks for "
-                      + (f"a {st.fraction:g} GPU fraction" if st.fraction is not None else
+                      + (f"the MIG slice {st.mig_profile} of {st.gpu_type}" if st.mig_profile else
+                         f"a {st.fraction:g} GPU fraction" if st.fraction is not None else
                          f"{st.gpus} {st.gpu_type or 'untyped'} GPU(s)" if st.gpus else "no GPUs"))
 
 

@@ -33,20 +33,22 @@ def fraction(st: State, part: Partition) -> None:
     if mode == "reject":
         raise st.reject("fraction", "ask for a whole GPU (--gpus=<type>:1)", fraction=f,
                         why="this site does not share GPUs")
-    use_mig = mode == "mig" or (mode == "mig-then-mps" and f <= iso.mig_max_fraction) or r.mig_profile
+    profile = st.mig_profile or r.mig_profile
+    use_mig = mode == "mig" or (mode == "mig-then-mps" and f <= iso.mig_max_fraction) or profile
     if use_mig:
         cands = _mig_candidates(st, part)
-        if r.mig_profile:
-            cands = [c for c in cands if c[3] == r.mig_profile]
+        if profile:
+            cands = [c for c in cands if c[3] == profile]
         fits = [c for c in cands if c[0] / 7 >= f - 1e-9]
         if fits:
             slices, _, t, prof = fits[0]
             st.gpu_type, st.gpus = t, 1
             st.gres = f"gpu:{t}_{prof}:1"  # Slurm MIG type: a100_3g.40gb
-            st.add(f"--gres={st.gres}")
+            if not st.mig_profile:  # a slice the request named stays in the user's own option
+                st.add(f"--gres={st.gres}")
             st.reasons.append(f"GPU fraction {f:g} -> MIG slice {prof} on {t} ({slices}/7 of the GPU)")
             return
-        if mode == "mig" or r.mig_profile:
+        if mode == "mig" or profile:
             allowed = sorted({c[3] for c in cands})
             raise st.reject("fraction", f"use one of the MIG profiles {', '.join(allowed) or '(none)'} "
                             f"in partition {part.name}", fraction=f,

@@ -19,7 +19,7 @@ class State:
     """One classification's working state (a plain class: a dataclass costs gpusub ~1 ms at import)."""
 
     __slots__ = ("request", "policy", "reasons", "warnings", "options", "gpus", "gpu_type", "fraction",
-                 "job_class", "partition", "qos", "gres")
+                 "job_class", "partition", "qos", "gres", "mig_profile")
 
     def __init__(self, request: JobRequest, policy: Policy) -> None:
         self.request = request
@@ -34,6 +34,7 @@ class State:
         self.partition: Partition | None = None  # place
         self.qos: str | None = None  # place
         self.gres: str | None = None  # resolve_gpus: "gpu:h100:4", "gpu:a100_1g.10gb:1", "mps:25"
+        self.mig_profile: str | None = None  # check_request: the MIG slice the request named as a gres type
 
     def reject(self, key: str, fix: str | None = None, **values: object) -> Reject:
         full = {f: "" for f in MESSAGE_FIELDS[key]} | values
