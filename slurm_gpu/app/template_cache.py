@@ -13,41 +13,22 @@ from __future__ import annotations
 
 import functools
 import os
-import stat
 from hashlib import sha1  # jinja2 has loaded hashlib already
 
 import jinja2
 from jinja2.bccache import Bucket
 
-_MAX_ENTRY = 1024 * 1024
+from slurm_gpu.app.private_files import private_dir, read_private, write_private
+
+__all__ = ["PrivateBytecodeCache", "bytecode_cache", "read_private"]
+
+
 # The Environment settings that shape compiled code: an entry is kept per combination (Jinja2's own
 # key is the template's name and file only, and its checksum the template's source only).
 _COMPILE_SETTINGS = ("block_start_string", "block_end_string", "variable_start_string", "variable_end_string",
                      "comment_start_string", "comment_end_string", "line_statement_prefix", "line_comment_prefix",
                      "trim_blocks", "lstrip_blocks", "newline_sequence", "keep_trailing_newline", "autoescape",
                      "optimized", "extensions")
-
-
-def _private(st: os.stat_result) -> bool:
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
-
-
-def read_private(path: str, limit: int = _MAX_ENTRY) -> bytes | None:
-    """The bytes of ``path`` when it is the user's own private regular file; else None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or not _private(st) or st.st_size > limit:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read(limit + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 class PrivateBytecodeCache(jinja2.BytecodeCache):
@@ -58,12 +39,7 @@ class PrivateBytecodeCache(jinja2.BytecodeCache):
         self.usable = self._usable_dir()
 
     def _usable_dir(self) -> bool:
-        try:
-            os.makedirs(self.directory, mode=0o700, exist_ok=True)
-            st = os.lstat(self.directory)
-        except OSError:
-            return False
-        return stat.S_ISDIR(st.st_mode) and _private(st)
+        return private_dir(self.directory)
 
     def _entry(self, bucket: Bucket) -> str:
         env = bucket.environment
@@ -77,20 +53,8 @@ class PrivateBytecodeCache(jinja2.BytecodeCache):
             bucket.bytecode_from_string(data)  # a stale or foreign-format entry leaves the bucket empty
 
     def dump_bytecode(self, bucket: Bucket) -> None:
-        if not self.usable:
-            return
-        entry = self._entry(bucket)
-        tmp = f"{entry}.{os.getpid()}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(bucket.bytecode_to_string())
-            os.replace(tmp, entry)
-        except OSError:  # a full or read-only disk: no cache, same text
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        if self.usable:
+            write_private(self._entry(bucket), bucket.bytecode_to_string())
 
 
 @functools.lru_cache(maxsize=4)

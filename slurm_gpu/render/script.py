@@ -309,9 +309,9 @@ def _base64(text: str) -> str:
 
 def _delimiter(text: str) -> str:
     """A here-document end marker that is not a line of ``text``."""
-    import hashlib
+    from slurm_gpu.plain import blake2b
 
-    digest = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+    digest = blake2b(text.encode("utf-8", "surrogateescape"), digest_size=32).hexdigest()
     lines = set(text.split("\n"))
     for n in range(8, 65, 8):
         candidate = f"GPUSUB_PAYLOAD_{digest[:n]}"
@@ -344,6 +344,7 @@ def render_script(
     template_dir: str | None = None,
     component_decisions: Any = None,
     bytecode_cache: Any = None,
+    templates: Any = None,
 ) -> RenderedScript:
     """Render the batch script for one submission (see the module docstring).
 
@@ -418,7 +419,9 @@ def render_script(
         "forward_signals": forwarded_signals(options),
         "args": list(sub.script_args),
     }
-    environment = _environment(template_dir or SOURCE_TEMPLATE_DIR, bytecode_cache)
+    # ``templates``: the same templates already compiled (slurm_gpu.render.fast, without Jinja2's import)
+    environment = templates if templates is not None else _environment(template_dir or SOURCE_TEMPLATE_DIR,
+                                                                       bytecode_cache)
     rendered = environment.get_template(TEMPLATE_NAME).render(**context)
     return RenderedScript(text=rendered, sbatch_argv=tuple(argv))
 

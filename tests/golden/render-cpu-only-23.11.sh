@@ -18,10 +18,10 @@
 set -- --in 'a b' '$HOME' 'it'"'"'s'
 gpusub_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpusub.XXXXXXXXXX") || { echo "gpusub: cannot create a private directory under ${TMPDIR:-/tmp}" >&2; exit 1; }
 gpusub_payload="$gpusub_dir"/job.sh
-cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_76acc247'
+cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_22853b18'
 #!/bin/bash
 srun hostname
-GPUSUB_PAYLOAD_76acc247
+GPUSUB_PAYLOAD_22853b18
 chmod 700 "$gpusub_payload"
 # Run it once, as sbatch would, and stay its parent: signals Slurm sends to the batch shell alone
 # (--signal=B:...) are passed on to it; the job's exit code is the script's.

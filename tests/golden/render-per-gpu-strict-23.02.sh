@@ -24,10 +24,10 @@ export OMP_NUM_THREADS=4
 set -- 
 gpusub_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpusub.XXXXXXXXXX") || { echo "gpusub: cannot create a private directory under ${TMPDIR:-/tmp}" >&2; exit 1; }
 gpusub_payload="$gpusub_dir"/train.sh
-cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_c9fc06e8'
+cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_63c01292'
 #!/bin/bash
 python train.py
-GPUSUB_PAYLOAD_c9fc06e8
+GPUSUB_PAYLOAD_63c01292
 chmod 700 "$gpusub_payload"
 # Per-task shim: rank variables and the GPU order (entry LOCAL_RANK of CUDA_VISIBLE_DEVICES is
 # the task's own GPU), then the payload, once per task (gpusub --launch=per-gpu).

@@ -24,7 +24,7 @@
 set -- 
 gpusub_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpusub.XXXXXXXXXX") || { echo "gpusub: cannot create a private directory under ${TMPDIR:-/tmp}" >&2; exit 1; }
 gpusub_payload="$gpusub_dir"/train.sh
-cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_fcfa18ad'
+cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_2a48e259'
 #!/bin/bash
 #SBATCH -N 1
 #SBATCH --ntasks-per-node=8
@@ -32,7 +32,7 @@ cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_fcfa18ad'
 #SBATCH --gres=gpu:8
 #SBATCH -t 30
 srun python train.py
-GPUSUB_PAYLOAD_fcfa18ad
+GPUSUB_PAYLOAD_2a48e259
 chmod 700 "$gpusub_payload"
 # Run it once, as sbatch would, and stay its parent: signals Slurm sends to the batch shell alone
 # (--signal=B:...) are passed on to it; the job's exit code is the script's.

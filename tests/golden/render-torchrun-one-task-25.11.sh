@@ -22,14 +22,14 @@
 set -- --lr=3e-4
 gpusub_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpusub.XXXXXXXXXX") || { echo "gpusub: cannot create a private directory under ${TMPDIR:-/tmp}" >&2; exit 1; }
 gpusub_payload="$gpusub_dir"/train.sh
-cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_4e818aa5'
+cat > "$gpusub_payload" <<'GPUSUB_PAYLOAD_2eecf5b4'
 #!/bin/bash
 #SBATCH --time=2:00:00
 #SBATCH --job-name=llama-7b
 #SBATCH --gres=gpu:h100:4
 #SBATCH -c 16
 torchrun --standalone --nproc_per_node=4 train.py "$@"
-GPUSUB_PAYLOAD_4e818aa5
+GPUSUB_PAYLOAD_2eecf5b4
 chmod 700 "$gpusub_payload"
 # Run it once, as sbatch would, and stay its parent: signals Slurm sends to the batch shell alone
 # (--signal=B:...) are passed on to it; the job's exit code is the script's.

@@ -29,6 +29,17 @@ from slurm_gpu.slurm.records import (
 from slurm_gpu.slurm.release import Version
 
 
+def _which(command: str, path: str | None) -> str | None:
+    """shutil.which for one executable (without importing shutil and what it pulls in on every run)."""
+    if os.sep in command:
+        return command if os.access(command, os.X_OK) and not os.path.isdir(command) else None
+    for directory in (path if path is not None else os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", command)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
 class SbatchCli:
     """SlurmClient through sbatch and scontrol. ``env`` is the client environment (default: ours)."""
 
@@ -81,10 +92,9 @@ class SbatchCli:
         """``sbatch FLAG``'s output, cached on disk by the binary's path and mtime (and the site's
         slurm.conf for ``with_site_conf``). A cache that cannot be read or written costs one run of
         sbatch, never an error."""
-        import shutil
         import tempfile
 
-        path = shutil.which(self.sbatch, path=self.env.get("PATH"))
+        path = _which(self.sbatch, self.env.get("PATH"))
         if path is None:
             raise SubmitError(f"{self.sbatch}: command not found; install the Slurm client (Debian: slurm-client)")
         real = os.path.realpath(path)
@@ -153,6 +163,38 @@ class SbatchCli:
         if result.job_id is None:
             raise SubmitError(f"sbatch --test-only: unexpected answer {one_line(err, '')!r}")
         return result
+
+    # -- the cluster view (slurm-gpu cluster) -----------------------------------------------------
+    def _text(self, argv: Sequence[str]) -> str:
+        self.preflight()
+        rc, out, err = self._run(argv)
+        if rc != 0:
+            raise self._fail(" ".join(argv[:3]), err)
+        return out
+
+    def nodes_text(self) -> str:
+        """``scontrol show node -d -o``: one line per node with Gres, GresUsed (IDX), CPUs and memory
+        (22.05 and 24.11 print the same keys; ``--json`` changes shape per data_parser release)."""
+        return self._text([self.scontrol, "show", "node", "-d", "-o"])
+
+    def jobs_text(self) -> str:
+        """``scontrol show job -d -o``: every job slurmctld still knows (pending, running, finished
+        within MinJobAge), with each running job's per-node ``GRES=gpu:T:N(IDX:…)``."""
+        return self._text([self.scontrol, "show", "job", "-d", "-o"])
+
+    def partitions_text(self) -> str:
+        """``scontrol show partition -o`` (JobDefaults=DefCpuPerGPU=…,DefMemPerGPU=…)."""
+        return self._text([self.scontrol, "show", "partition", "-o"])
+
+    def gres_conf_text(self) -> str | None:
+        """gres.conf beside the slurm.conf in use (its ``Cores=`` give each GPU's socket); None when it
+        cannot be read (a login node without it: the picture then groups no sockets)."""
+        conf = self.env.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
+        try:
+            with open(os.path.join(os.path.dirname(conf), "gres.conf"), encoding="utf-8") as fh:
+                return fh.read(4 << 20)
+        except (OSError, UnicodeDecodeError):
+            return None
 
     # -- job state ------------------------------------------------------------------------------
     def show_job(self, job_id: int) -> dict[str, str] | None:
