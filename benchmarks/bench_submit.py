@@ -4,7 +4,8 @@
 20 alternating rounds (default) of the same job, each way a fresh process as a user would run it:
   gpusub    this checkout's ``gpusub --gres=gpu:h100:1 job.sh``: every call parses, classifies, plans,
             renders and submits afresh (cached per user: the parsed policy, the sbatch version and
-            help text, node layouts and the compiled templates; never a decision or a job)
+            help text, node layouts and the templates' compiled code, which a warm gpusub runs without
+            importing Jinja2; never a decision or a job)
   sbatch    ``sbatch --parsable --gres=gpu:h100:1 job.sh``
   floor     ``python -c pass`` with gpusub's interpreter (the cost of a bare Python start)
   submitit  submitit's AutoExecutor submitting the same command (``bash job.sh``), in a fresh interpreter
@@ -148,7 +149,8 @@ def main() -> int:
     print("slowest top-level imports (cumulative ms):")
     for us, name in top:
         print(f"  {us / 1000:6.1f}  {name.strip()}")
-    print("largest own times, any depth (ms; jinja2.* and the standard library it needs stay, by design):")
+    jinja2 = "yes" if any(name == "jinja2" for _, _, name, _ in rows) else "no"
+    print(f"largest own times, any depth (ms; jinja2 imported: {jinja2}):")
     for own, name in sorted(((own, name) for _, _, name, own in rows), reverse=True)[:12]:
         print(f"  {own / 1000:6.1f}  {name}")
     return 0
