@@ -40,6 +40,20 @@ class SlurmClient(JobWatch, Protocol):
 
 
 @runtime_checkable
+class ClusterSource(Protocol):
+    """What ``slurm-gpu cluster`` reads: Slurm's node, job and partition records as text
+    (``scontrol show node -d -o``, ``show job -d -o``, ``show partition -o``) and gres.conf if readable."""
+
+    def nodes_text(self) -> str: ...
+
+    def jobs_text(self) -> str: ...
+
+    def partitions_text(self) -> str: ...
+
+    def gres_conf_text(self) -> str | None: ...
+
+
+@runtime_checkable
 class CommandRunner(Protocol):
     """Runs one Slurm client command under a timeout: (exit status, stdout, stderr)."""
 
@@ -47,4 +61,4 @@ class CommandRunner(Protocol):
                  timeout_s: float | None = None, cwd: str | None = None) -> tuple[int, str, str]: ...
 
 
-__all__ = ["JobWatch", "SlurmClient", "CommandRunner"]
+__all__ = ["JobWatch", "SlurmClient", "ClusterSource", "CommandRunner"]

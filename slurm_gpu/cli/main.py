@@ -12,9 +12,11 @@ from slurm_gpu import __version__
 # name -> "module:attribute"; the one table of verbs (no copied registration lines).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "admin": ("slurm_gpu.cli.admin:admin", "Emit slurm.conf, gres.conf and QOS commands from a site policy."),
+    "cluster": ("slurm_gpu.cli.cluster:cluster", "Free, allocated and stranded GPUs, fragmentation, per type."),
     "lab": ("slurm_gpu.cli.lab:lab", "Run a real local Slurm with emulated GPU nodes."),
     "policy": ("slurm_gpu.cli.policy:policy", "Check and inspect site policy files."),
     "topo": ("slurm_gpu.cli.topo:topo", "Parse node topology; generate gres.conf and slurm.conf lines."),
+    "why": ("slurm_gpu.cli.why:why", "Why a pending job waits, and what would start now."),
 }
 
 

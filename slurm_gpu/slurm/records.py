@@ -14,7 +14,9 @@ Texts are those the lab's 22.05.8 and 24.11.5 printed (tests/adapters hold them)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from functools import lru_cache
 from types import MappingProxyType
 
 from slurm_gpu.cpulist import parse_cpulist
@@ -219,7 +221,210 @@ def parse_nodes(text: str) -> dict[str, dict[str, str]]:
     return out
 
 
+# -- nodes and GRES (the cluster view) ------------------------------------------------------------
+
+class GresCount(NamedTuple):
+    """One item of a node's ``Gres=`` / ``GresUsed=`` or a job's ``GRES=``/``TresPer*=``:
+    ``gpu:h100:8(S:0-1)``, ``gpu:h100:5(IDX:0-4)``, ``gpu:(null):4(IDX:0-3)``, ``shard:h100:16``, ``mps:400``.
+    ``idx`` is None when the text names no indices (``IDX:N/A`` is the empty set)."""
+
+    name: str  # gpu, shard, mps, ...
+    gres_type: str | None  # h100, a100_1g.10gb; None when untyped or "(null)"
+    count: int  # type: ignore[assignment]  # Slurm's word; hides tuple.count, which nothing uses
+    idx: frozenset[int] | None = None
+
+
+_SUFFIX = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
+
+
+def _count(text: str) -> int | None:
+    if text.isdigit():
+        return int(text)
+    if len(text) > 1 and text[:-1].isdigit() and text[-1].lower() in _SUFFIX:
+        return int(text[:-1]) * _SUFFIX[text[-1].lower()]
+    return None
+
+
+MAX_GRES_INDEX = 65535  # an IDX beyond it is not a device index: the item keeps its count, without indices
+
+
+def _indices(spec: str) -> frozenset[int] | None:
+    if any(int(n) > MAX_GRES_INDEX for n in re.findall(r"\d+", spec)):
+        return None
+    try:
+        return frozenset(parse_cpulist(spec))
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=4096)  # a cluster repeats a few spellings on every node and job; results are immutable
+def parse_gres_counts(text: str) -> tuple[GresCount, ...]:
+    """A GRES list as Slurm prints it, in both spellings of the ``gres:`` (22.05 job fields) and
+    ``gres/`` (24.11) prefixes; ``(null)``, ``N/A`` and empty give (). Items without a count
+    (``gpu:h100``) count 1; an item that is not ``name[:type][:count][(...)]`` is skipped."""
+    if not text or text in ("(null)", "N/A", "None"):
+        return ()
+    items: list[GresCount] = []
+    depth = 0
+    start = 0
+    parts: list[str] = []
+    for i, ch in enumerate(text):  # split at commas outside parentheses: gpu:h100:2(IDX:0,4),mps:100
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    for part in parts:
+        body, _, paren = part.strip().replace("(null)", "").partition("(")
+        if body.startswith(("gres/", "gres:")):
+            body = body[5:]
+        bits = body.split(":")
+        if not bits[0]:
+            continue
+        gtype: str | None = None
+        count: int | None = 1
+        if len(bits) == 2:
+            count = _count(bits[1])
+            if count is None:
+                gtype, count = bits[1], 1
+        elif len(bits) >= 3:
+            gtype, count = bits[1], _count(bits[2])
+        if count is None:
+            continue
+        idx = None
+        if paren.startswith("IDX:"):
+            spec = paren[4:].rstrip(")")
+            idx = frozenset() if spec in ("", "N/A") else _indices(spec)
+        items.append(GresCount(bits[0], None if gtype in (None, "", "(null)") else gtype, count, idx))
+    return tuple(items)
+
+
+class NodeRecord(NamedTuple):
+    """One node of ``scontrol show node -d -o`` (22.05 and 24.11 print the same keys used here)."""
+
+    name: str
+    state: str  # IDLE, MIXED, ALLOCATED, IDLE+DRAIN, DOWN*+DRAIN, IDLE+POWERED_DOWN, IDLE+PLANNED ...
+    partitions: tuple[str, ...]
+    cpus: int  # CPUEfctv (22.05.8 and later) else CPUTot
+    cpus_alloc: int
+    memory_mb: int  # RealMemory
+    memory_alloc_mb: int  # AllocMem
+    sockets: int
+    cores_per_socket: int
+    gres: tuple[GresCount, ...]
+    gres_used: tuple[GresCount, ...]
+    reason: str = ""
+
+
+def _int(fields: Mapping[str, str], *keys: str) -> int:
+    for key in keys:
+        value = fields.get(key, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def node_record(fields: Mapping[str, str]) -> NodeRecord:
+    """A ``scontrol show node -o`` record (from :func:`parse_kv_line`) -> NodeRecord."""
+    parts = fields.get("Partitions", "")
+    return NodeRecord(name=fields.get("NodeName", ""), state=fields.get("State", "UNKNOWN"),
+                      partitions=tuple(p for p in parts.split(",") if p) if parts not in ("", "(null)") else (),
+                      cpus=_int(fields, "CPUEfctv", "CPUTot"), cpus_alloc=_int(fields, "CPUAlloc"),
+                      memory_mb=_int(fields, "RealMemory"), memory_alloc_mb=_int(fields, "AllocMem"),
+                      sockets=_int(fields, "Sockets") or 1, cores_per_socket=_int(fields, "CoresPerSocket") or 1,
+                      gres=parse_gres_counts(fields.get("Gres", "")),
+                      gres_used=parse_gres_counts(fields.get("GresUsed", "")),
+                      reason=fields.get("Reason", ""))
+
+
+_NODE_KEYS = re.compile(r"(?:^| )(NodeName|State|Partitions|CPUTot|CPUEfctv|CPUAlloc|RealMemory|AllocMem|Sockets|"
+                        r"CoresPerSocket|Gres|GresUsed)=(\S*)")
+_REASON = re.compile(r" Reason=(.*?)(?= [A-Za-z_/:]+=|$)")
+
+
+def parse_node_records(text: str) -> list[NodeRecord]:
+    """``scontrol show node -d -o`` -> one NodeRecord per ``NodeName=`` line. Reads only the keys
+    NodeRecord holds (one regular expression per line: the cluster view reads thousands of nodes)."""
+    out = []
+    for line in text.splitlines():
+        if line.startswith("NodeName="):
+            fields = dict(_NODE_KEYS.findall(line))
+            reason = _REASON.search(line)
+            if reason:
+                fields["Reason"] = reason.group(1)
+            out.append(node_record(fields))
+    return out
+
+
+class JobGres(NamedTuple):
+    """What the cluster view needs of one job of ``scontrol show job -d -o``: who, its GRES request per
+    node (for the job mix) and the GPU indices it holds on each node (for the picture)."""
+
+    job_id: str
+    user: str
+    state: str
+    partition: str
+    num_nodes: int
+    request: tuple[GresCount, ...]  # per-node counts: TresPerNode, else TresPerJob / NumNodes
+    held: tuple[tuple[str, tuple[GresCount, ...]], ...]  # (node, GRES with IDX) while allocated
+
+
+_JOB_KEYS = re.compile(r"(?:^| )(JobId|UserId|JobState|Partition|NumNodes|TresPerNode|TresPerJob|TRES|ReqTRES|"
+                       r"AllocTRES)=(\S*)")
+_JOB_NODE_GRES = re.compile(r" Nodes=(\S+) CPU_IDs=\S* (?:Mem=\S* )?GRES=(\S*)")
+
+
+def job_gres(line: str) -> JobGres:
+    """One ``scontrol show job -d -o`` line -> JobGres. The ``Nodes=X CPU_IDs=… Mem=… GRES=…`` groups of a
+    multi-node job are all read (a plain key/value parse would keep only the last); only the keys
+    JobGres needs are read (one regular expression per line)."""
+    fields = dict(_JOB_KEYS.findall(line))
+    held: list[tuple[str, tuple[GresCount, ...]]] = []
+    for nodes_text, gres_text in _JOB_NODE_GRES.findall(line):
+        gres = parse_gres_counts(gres_text)
+        if gres:
+            names = [nodes_text] if "[" not in nodes_text and "," not in nodes_text else expand_hostlist(nodes_text)
+            held.extend((node, gres) for node in names)
+    nodes = _int(fields, "NumNodes") or 1
+    request = parse_gres_counts(fields.get("TresPerNode", ""))
+    if not request:  # --gpus=N: per job, spread over its nodes
+        request = tuple(item._replace(count=-(-item.count // nodes))
+                        for item in parse_gres_counts(fields.get("TresPerJob", "")))
+    if not request:  # per task and the rest: the job's TRES, typed items first, per node
+        tres = [(k[5:].split(":", 1), v) for k, v in job_tres(fields).items() if k.startswith("gres/") and v.isdigit()]
+        typed = [(kt, v) for kt, v in tres if len(kt) == 2]
+        chosen = typed or [(kt, v) for kt, v in tres if len(kt) == 1 and not any(t[0][0] == kt[0] for t in typed)]
+        request = tuple(GresCount(kt[0], kt[1] if len(kt) == 2 else None, -(-int(v) // nodes)) for kt, v in chosen)
+    user = fields.get("UserId", "").split("(", 1)[0]
+    return JobGres(fields.get("JobId", ""), user, (fields.get("JobState") or "UNKNOWN").split()[0],
+                   fields.get("Partition", ""), nodes, request, tuple(held))
+
+
+def parse_job_gres(text: str) -> list[JobGres]:
+    """``scontrol show job -d -o`` -> one JobGres per ``JobId=`` line."""
+    return [job_gres(line) for line in text.splitlines() if line.startswith("JobId=")]
+
+
+def partition_gpu_defaults(text: str) -> dict[str, tuple[int, int]]:
+    """``scontrol show partition -o`` -> partition -> (DefCpuPerGPU, DefMemPerGPU in MB) from its
+    ``JobDefaults=DefCpuPerGPU=4,DefMemPerGPU=61440``; (1, 0) where the partition sets neither."""
+    out: dict[str, tuple[int, int]] = {}
+    for line in text.splitlines():
+        if not line.startswith("PartitionName="):
+            continue
+        rec = parse_kv_line(line.strip())
+        defaults = dict(item.split("=", 1) for item in rec.get("JobDefaults", "").split(",") if "=" in item)
+        cpg, mpg = defaults.get("DefCpuPerGPU", ""), defaults.get("DefMemPerGPU", "")
+        out[rec["PartitionName"]] = (int(cpg) if cpg.isdigit() else 1, int(mpg) if mpg.isdigit() else 0)
+    return out
+
+
 __all__ = ["ACTIVE_STATES", "job_tres",
            "SubmitResult", "TestOnlyResult", "JobState", "NodeAlloc", "one_line", "parse_kv_line",
            "gpu_indices", "node_allocs", "job_detail", "parse_parsable", "parse_test_only", "exit_code",
-           "job_state_of", "parse_nodes", "parse_sbatch_version"]
+           "job_state_of", "parse_nodes", "parse_sbatch_version", "GresCount", "parse_gres_counts",
+           "NodeRecord", "node_record", "parse_node_records", "JobGres", "job_gres", "parse_job_gres",
+           "partition_gpu_defaults"]

@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``slurm-gpu cluster`` as a command: --records replay, --json, --watch (bounded), exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from slurm_gpu.cli.cluster import watch_loop
+
+DATA = Path(__file__).resolve().parent / "data" / "lab-22.05"
+EXE = [sys.executable, "-m", "slurm_gpu.cli.main", "cluster"]
+
+
+def run(*args: str, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = dict(os.environ) | (env_extra or {})
+    return subprocess.run([*EXE, *args], capture_output=True, text=True, timeout=60, env=env, check=False)
+
+
+def test_json_from_records():
+    p = run("--json", "--records", str(DATA))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["types"]["h100"]["free"] == 10 and doc["types"]["a100"]["stranded"] == 2
+
+
+def test_picture_from_records():
+    p = run("--records", str(DATA))
+    assert p.returncode == 0 and "h100n1  ALLOCATED  h100 [AAAA|A...]" in p.stdout
+
+
+def test_usage_and_slurm_failures_are_one_line():
+    p = run("--records", "/nonexistent-dir")
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "nodes.txt" in p.stderr
+    p = run("--watch", "0.1")
+    assert p.returncode == 2
+    p = run(env_extra={"SLURM_CONF": "/nonexistent/slurm.conf"})
+    assert p.returncode == 1 and "Traceback" not in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_watch_is_bounded_by_count():
+    p = run("--watch", "0.5", "--count", "2", "--json", "--records", str(DATA))
+    assert p.returncode == 0 and p.stdout.count('"schema"') == 2
+
+
+def test_watch_loop_sleeps_between_refreshes_only():
+    shown, slept = [], []
+    n = watch_loop(lambda: f"frame {len(shown)}", 3.0, 3, shown.append, sleep=slept.append, clear=True)
+    assert n == 3 and slept == [3.0, 3.0] and shown[0] == "\033[H\033[2Jframe 0"
