@@ -48,13 +48,13 @@ def test_same_text_as_jinja2(name: str, version: str, tmp_path) -> None:
 
 
 def test_a_warm_gpusub_does_not_import_jinja2(tmp_path) -> None:
-    code = ("import os, sys; sys.path.insert(0, %r)\n"
+    code = (f"import os, sys; sys.path.insert(0, {ROOT!r})\n"
             "from tests.render.test_fast_templates import _prep\n"
             "from slurm_gpu.app.gpusub import render_prepared\n"
             "import pathlib\n"
-            "prep, env = _prep('srun-inside', '24.11', pathlib.Path(%r))\n"
+            f"prep, env = _prep('srun-inside', '24.11', pathlib.Path({str(tmp_path)!r}))\n"
             "render_prepared(prep, env)\n"
-            "print('jinja2' in sys.modules)\n") % (ROOT, str(tmp_path))
+            "print('jinja2' in sys.modules)\n")
     first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert first.stdout.strip() == "True", first.stderr  # the cold run compiles with Jinja2
