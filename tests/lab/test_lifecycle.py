@@ -82,9 +82,15 @@ def test_down_stops_everything_then_up_again(slurm_lab):
     before = recorded_pids(paths.pid_dir)
     assert {"slurmctld", "slurmdbd", "mariadb"} <= set(before)
     assert {f"slurmd.{n}" for n in slurm_lab.spec.node_names} <= set(before)
-    stepds = lab.leftover_stepds()
+    # RUNNING is the controller's word: slurmd may still be starting the step (seen on 24.11 under load)
+    deadline = time.monotonic() + 20
+    while True:
+        stepds = lab.leftover_stepds()
+        job_procs = [p for s in stepds for p in procs.descendants(s)]
+        if any(procs.comm(p) == "sleep" for p in job_procs) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert stepds, "expected the job's slurmstepd"
-    job_procs = [p for s in stepds for p in procs.descendants(s)]
     assert any(procs.comm(p) == "sleep" for p in job_procs), "expected the job's sleep"
     # a crashed slurmctld: down can no longer cancel the job through Slurm and must clean up itself
     os.kill(before["slurmctld"], 9)
