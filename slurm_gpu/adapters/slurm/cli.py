@@ -92,8 +92,6 @@ class SbatchCli:
         """``sbatch FLAG``'s output, cached on disk by the binary's path and mtime (and the site's
         slurm.conf for ``with_site_conf``). A cache that cannot be read or written costs one run of
         sbatch, never an error."""
-        import tempfile
-
         path = _which(self.sbatch, self.env.get("PATH"))
         if path is None:
             raise SubmitError(f"{self.sbatch}: command not found; install the Slurm client (Debian: slurm-client)")
@@ -115,6 +113,8 @@ class SbatchCli:
                 return text
         except (OSError, ValueError):
             pass
+        import tempfile  # a cache miss only: tempfile pulls in shutil and random
+
         with tempfile.TemporaryDirectory(prefix="gpusub-probe.") as tmp:
             env = dict(self.env)
             if not with_site_conf:  # --version needs no cluster: a throw-away minimal slurm.conf
