@@ -29,6 +29,7 @@ EDGES = {
     "policy/cache.py": "the per-user cache of parsed policies under $XDG_CACHE_HOME",
     "policy/schema.py": "the `python -m slurm_gpu.policy.schema --write/--check` generator of the shipped schema",
     "topology/loader.py": "the one bounded reader of topology files and descriptors",
+    "checkpoint/job.py": "the job's side of the checkpoint protocol: environment, stop signal, marker store",
 }
 
 # Single names a core module may use, each with its reason (the rest of the module stays checked).

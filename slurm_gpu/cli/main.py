@@ -12,6 +12,7 @@ from slurm_gpu import __version__
 # name -> "module:attribute"; the one table of verbs (no copied registration lines).
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "admin": ("slurm_gpu.cli.admin:admin", "Emit slurm.conf, gres.conf and QOS commands from a site policy."),
+    "ckpt": ("slurm_gpu.cli.ckpt:ckpt", "Checkpointing: Young/Daly interval advice (the job side is gpusub-ckpt)."),
     "cluster": ("slurm_gpu.cli.cluster:cluster", "Free, allocated and stranded GPUs, fragmentation, per type."),
     "lab": ("slurm_gpu.cli.lab:lab", "Run a real local Slurm with emulated GPU nodes."),
     "policy": ("slurm_gpu.cli.policy:policy", "Check and inspect site policy files."),

@@ -14,6 +14,14 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Literal, get_args
 
+from slurm_gpu.checkpoint.contract import (
+    DEFAULT_GRACE_S,
+    DEFAULT_KEEP,
+    DEFAULT_SIGNAL,
+    MAX_KEEP,
+    STOP_SIGNALS,
+    StopSignal,
+)
 from slurm_gpu.plain import Record, record
 from slurm_gpu.policy.kinds import (
     Bool,
@@ -162,6 +170,13 @@ class Defaults(Record):
     signal_lead_time_s: int = field(default=120, metadata=yaml(
         "signal_lead_time", Duration("s"), "SIGUSR1 this long before the end (checkpoint_required)"))
     max_requeues: int = field(default=3, metadata=yaml("max_requeues", Int(0), "requeues of a preempted job"))
+    ckpt_signal: StopSignal = field(default=DEFAULT_SIGNAL, metadata=yaml(
+        "ckpt_signal", Enum(STOP_SIGNALS, tuple((f"SIG{s}", s) for s in STOP_SIGNALS)),
+        "checkpoint protocol: the stop signal every process of the payload receives (NCCL jobs: USR1)"))
+    ckpt_grace_s: int = field(default=DEFAULT_GRACE_S, metadata=yaml(
+        "ckpt_grace", Duration("s"), "checkpoint protocol: time the payload has to save after the stop signal"))
+    ckpt_keep: int = field(default=DEFAULT_KEEP, metadata=yaml(
+        "ckpt_keep", Int(1, MAX_KEEP), "checkpoint protocol: complete checkpoint steps whose markers are kept"))
     gpu_type: str | None = field(default=None, metadata=yaml(
         "gpu_type", Name(), "what an untyped GPU request becomes, if allowed"))
     untyped_gpus: UntypedGpus = field(default="resolve", metadata=yaml(
