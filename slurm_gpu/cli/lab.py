@@ -56,6 +56,8 @@ def lab() -> None:
 @click.option("--prolog", type=click.Path(exists=True, dir_okay=False), default=None, help="Prolog= script.")
 @click.option("--epilog", type=click.Path(exists=True, dir_okay=False), default=None, help="Epilog= script.")
 @click.option("--task-prolog", type=click.Path(exists=True, dir_okay=False), default=None, help="TaskProlog= script.")
+@click.option("--epilog-slurmctld", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="EpilogSlurmctld= program (e.g. prolog_epilog/epilog_ctld.sh); off unless given.")
 def up(
     lab_dir: str,
     policy_path: str | None,
@@ -65,6 +67,7 @@ def up(
     prolog: str | None,
     epilog: str | None,
     task_prolog: str | None,
+    epilog_slurmctld: str | None,
 ) -> None:
     """Install what is missing, write config, start all daemons, wait until every node is idle."""
     import os
@@ -73,6 +76,10 @@ def up(
 
     policy = os.path.abspath(policy_path or default_policy_path())
     hooks = default_hooks(job_submit_lua, prolog, epilog, task_prolog, job_submit_policy=job_submit)
+    if epilog_slurmctld:
+        from dataclasses import replace
+
+        hooks = replace(hooks, epilog_slurmctld=os.path.abspath(epilog_slurmctld))
     try:
         took = _lab(lab_dir).up(policy_spec_factory(policy), hooks=hooks, restart=restart, policy_path=policy)
     except SlurmGpuError as e:

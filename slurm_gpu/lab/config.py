@@ -127,7 +127,8 @@ def _hook_lines(h: LabHooks, conf_dir: str) -> list[str]:
         source = "compiled from the lab policy" if h.job_submit == "policy" else f"copied from {h.job_submit}"
         lines.append(f"# job_submit.lua is read from {conf_dir}/job_submit.lua ({source})")
         lines.append("JobSubmitPlugins=lua")
-    for key, path in (("Prolog", h.prolog), ("Epilog", h.epilog), ("TaskProlog", h.task_prolog)):
+    for key, path in (("Prolog", h.prolog), ("Epilog", h.epilog), ("TaskProlog", h.task_prolog),
+                      ("EpilogSlurmctld", h.epilog_slurmctld)):
         if path:
             lines.append(f"{key}={path}")
     if h.prolog or h.epilog:

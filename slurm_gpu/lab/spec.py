@@ -47,6 +47,7 @@ class LabHooks:
     prolog: str | None = None
     epilog: str | None = None
     task_prolog: str | None = None
+    epilog_slurmctld: str | None = None  # EpilogSlurmctld= (slurmctld reads it only when it starts)
 
     @property
     def job_submit(self) -> str | None:
