@@ -10,7 +10,11 @@ import time
 CORE_PACKAGES = ("munge", "slurmctld", "slurmd", "slurm-client", "slurm-wlm-basic-plugins")
 # slurmdbd pulls its MySQL plugin; mariadb-server pulls the `mariadb` client (Debian 12 and 13)
 ACCOUNTING_PACKAGES = ("slurmdbd", "mariadb-server")
-PACKAGES = CORE_PACKAGES + ACCOUNTING_PACKAGES
+# the tests compile a stand-in libnvidia-ml.so.1 (tests/nvml_standin, docs/nvml_standin.md)
+BUILD_PACKAGES = ("gcc", "libc6-dev")
+# Each line is one `A + B` of tuples: /work/coord/run-ci-debian.sh evaluates these with a small AST reader.
+TOOL_PACKAGES = ACCOUNTING_PACKAGES + BUILD_PACKAGES
+PACKAGES = CORE_PACKAGES + TOOL_PACKAGES
 POLICY_RC_D = "/usr/sbin/policy-rc.d"
 
 
