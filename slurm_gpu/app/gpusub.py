@@ -357,8 +357,25 @@ def make_plan(request: Any, decision: Any, policy: Any, spelling: Any, gpusub_op
 
 # ---- outputs ---------------------------------------------------------------------------------
 
-def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None):
-    """The rendered job; with ``env``, the compiled templates come from the user's cache (when it is private)."""
+def checkpoint_settings(prep: Prepared):
+    """The checkpoint protocol's settings (None when it is off): the job's markers are read on its start
+    and stop by this interpreter, importing slurm_gpu from where this gpusub runs it."""
+    from slurm_gpu.render.checkpoint import settings_for
+
+    library = os.path.dirname(os.path.dirname(os.path.abspath(sys.modules["slurm_gpu"].__file__ or "")))
+    return settings_for(prep.submission.gpusub, prep.policy, prep.decision, python=sys.executable or "",
+                        library=library)
+
+
+def checkpoint_warnings(prep: Prepared, settings: Any) -> list[str]:
+    from slurm_gpu.render.checkpoint import user_lead, warnings_for
+
+    return warnings_for(settings, user_lead(prep.submission.options) or settings.lead_s) if settings else []
+
+
+def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None, checkpoint: Any = None):
+    """The rendered job; with ``env``, the compiled templates come from the user's cache (when it is private);
+    ``checkpoint``: the protocol's settings (checkpoint_settings) or None."""
     from slurm_gpu.app.templates import default_template_dir
     from slurm_gpu.render.script import payload_of, render_script
 
@@ -375,7 +392,7 @@ def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None):
     return render_script(prep.submission, prep.decision, prep.plan, prep.spelling,
                          payload_of(prep.submission, prep.script_text), template_dir=template_dir,
                          component_decisions=prep.component_decisions or None, bytecode_cache=cache,
-                         templates=templates)
+                         templates=templates, checkpoint=checkpoint)
 
 
 def write_rendered(text: str, env: Mapping[str, str]) -> str:
@@ -511,10 +528,11 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
     if not prep.decision.accepted:
         fix = f" ({prep.decision.fix})" if getattr(prep.decision, "fix", None) else ""
         raise Rejected(f"rejected by policy: {prep.decision.message}{fix}")
-    for warning in all_warnings(prep):
+    ckpt = checkpoint_settings(prep)
+    for warning in all_warnings(prep) + checkpoint_warnings(prep, ckpt):
         err.write(f"gpusub: warning: {warning}\n")
 
-    rendered = render_prepared(prep, env)
+    rendered = render_prepared(prep, env, ckpt)
     options = sbatch_options_of(rendered)
     if opts.get("dry_run"):
         # exactly the file that would be submitted on stdout; the sbatch command line on stderr

@@ -34,6 +34,12 @@ gpusub options:
                        as the policy's isolation rules say.
   --model-params N --precision P --optimizer O
                        Check that the model fits the GPU memory (VRAM fit).
+  --checkpoint         Run under the checkpoint protocol (docs/checkpointing.md): the job
+                       gets GPUSUB_CKPT_DIR, GPUSUB_RESTART_COUNT, GPUSUB_RESUME_FROM; near
+                       its time limit or when preempted every process gets the stop signal,
+                       and the job requeues itself after a fresh checkpoint.
+  --ckpt-signal SIG    The stop signal (USR2 by default; USR1, TERM, INT, HUP).
+  --ckpt-grace TIME    Time to save after the stop signal (policy default, e.g. 60s).
   -V, --version        Show the version and exit.
   -h, --help           Show this message and exit.
 

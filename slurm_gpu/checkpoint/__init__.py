@@ -7,8 +7,8 @@ For training loops: ``mark(path, step=N)``, ``resume_path()`` and ``should_stop(
 use, so importing the pure parts costs nothing). The pure parts: :mod:`.contract` (the environment's
 names and rank identity), :mod:`.markers` (marker validation, complete steps, pruning),
 :mod:`.advise` (Young's and Daly's intervals) and :mod:`.mtti` (a partition's MTTI from sacct's text).
-The shell protocol: ``gpusub-ckpt mark PATH [--step N]``.
-Not built yet: the rendered script's side (templates/_hook_checkpoint.sh.j2) and the controller hook.
+The shell protocol: ``gpusub-ckpt mark PATH [--step N]``. The batch script's side is
+templates/_hook_checkpoint.sh.j2 (``gpusub --checkpoint``); the controller's is slurm-gpu-epilog-ctld.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ from typing import Any
 from slurm_gpu import __version__
 from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
+from slurm_gpu.render.checkpoint import context as ckpt_context
+from slurm_gpu.render.checkpoint import protocol_options, user_lead
 from slurm_gpu.slurm.sbatch.table import BY_NAME, MEMORY_GROUP, SAME_FIELD
 
 TEMPLATE_NAME = "batch.sh.j2"
@@ -334,6 +336,14 @@ def forwarded_signals(options: Iterable[tuple[str, str | None]]) -> list[str]:
     return sorted(set(out))
 
 
+def _with_protocol_options(options: list[tuple[str, str | None]], added: list[str]) -> list[tuple[str, str | None]]:
+    """The options with the checkpoint protocol's (which win), sorted as effective_options sorts them."""
+    extra = [_split_option(text) for text in added]
+    drop = {name for name, _ in extra} | {"no-requeue"}
+    kept = [(n, v) for n, v in options if n not in drop and n != "verbose"]
+    return sorted(kept + extra) + [o for o in options if o[0] == "verbose"]
+
+
 def render_script(
     sub: Any,
     decision: Any,
@@ -345,14 +355,16 @@ def render_script(
     component_decisions: Any = None,
     bytecode_cache: Any = None,
     templates: Any = None,
+    checkpoint: Any = None,
 ) -> RenderedScript:
     """Render the batch script for one submission (see the module docstring).
 
     ``sub``: a Submission; ``decision``: a Decision (or None); ``plan``: a BindingPlan or None (no
     binding: plain batch launch); ``spelling``: a SlurmSpelling; ``payload``: the user's script;
     ``template_dir``: the templates' directory (default: the source tree's); ``bytecode_cache``: a
-    ``jinja2.BytecodeCache`` holding the compiled templates (gpusub's: slurm_gpu.app.template_cache).
-    Raises RenderError.
+    ``jinja2.BytecodeCache`` holding the compiled templates (gpusub's: slurm_gpu.app.template_cache);
+    ``checkpoint``: a :class:`slurm_gpu.render.checkpoint.CheckpointSettings` when the checkpoint
+    protocol is on (None: the script is exactly as without it). Raises RenderError.
     """
     check_payload(payload.text)
     directives: list[str] = []
@@ -365,6 +377,8 @@ def render_script(
             directives.append("hetjob")  # sbatch: the next #SBATCH lines are the next component's
             argv.append(":")
         mine = effective_options(sub, decisions[k] if k < len(decisions) else decision, plan if k == 0 else None, k)
+        if checkpoint is not None and k == 0:
+            mine = _with_protocol_options(mine, protocol_options(checkpoint, sub.options))
         options += mine
         for name, value in mine:
             if name == "wrap":  # the wrapped command is the payload
@@ -416,7 +430,9 @@ def render_script(
         "payload_text": text if text.endswith("\n") else text + "\n",
         "strip_last_newline": bool(text) and not text.endswith("\n"),
         "delimiter": _delimiter(text),
-        "forward_signals": forwarded_signals(options),
+        # with the checkpoint protocol, the job's one --signal is the protocol's own
+        "forward_signals": [] if checkpoint is not None else forwarded_signals(options),
+        "ckpt": ckpt_context(checkpoint, user_lead(options) or checkpoint.lead_s) if checkpoint is not None else None,
         "args": list(sub.script_args),
     }
     # ``templates``: the same templates already compiled (slurm_gpu.render.fast, without Jinja2's import)

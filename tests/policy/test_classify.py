@@ -73,7 +73,7 @@ def test_added_options_and_checkpointing(uni) -> None:
     # the user's own --gpus stays: the policy adds no second GPU count form
     assert d.added_options[:2] == ("--partition=spot", "--qos=spot") and d.gres == "gpu:h100:2"
     assert not any(o.startswith(("--gres", "--gpus", "--nodes")) for o in d.added_options)
-    assert "--requeue" in d.added_options and "--signal=B:USR1@120" in d.added_options
+    assert "--requeue" in d.added_options and "--signal=B:USR2@120" in d.added_options  # defaults.ckpt_signal
     assert any("preemptible" in w for w in d.warnings)
 
 

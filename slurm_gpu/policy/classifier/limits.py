@@ -53,12 +53,13 @@ def defaults(st: State, c: JobClass, part: Partition) -> None:
         st.add(opt)
     if c.checkpoint_required:
         st.add("--requeue")
-        st.add(f"--signal=B:USR1@{d.signal_lead_time_s}")
-        st.reasons.append(f"class {c.name}: checkpointing required: --requeue, SIGUSR1 "
+        st.add(f"--signal=B:{d.ckpt_signal}@{d.signal_lead_time_s}")
+        st.reasons.append(f"class {c.name}: checkpointing required: --requeue, SIG{d.ckpt_signal} "
                           f"{d.signal_lead_time_s}s before the end or on preemption")
     if part.preemptible:
         st.warnings.append(f"partition {part.name} is preemptible: the job can be requeued (grace "
-                           f"{part.grace_time_s}s, up to {d.max_requeues} requeues); checkpoint on SIGUSR1/SIGTERM")
+                           f"{part.grace_time_s}s, up to {d.max_requeues} requeues); checkpoint on "
+                           f"SIG{d.ckpt_signal}/SIGTERM")
 
 
 def set_time(st: State) -> None:

@@ -298,6 +298,10 @@ GPUSUB_OPTIONS: tuple[GpusubOption, ...] = (
     GpusubOption("model-params", "model_params", True, help="model size, e.g. 7B, 1.5e9"),
     GpusubOption("precision", "precision", True, ("bf16", "fp16", "fp32")),
     GpusubOption("optimizer", "optimizer", True, ("adam", "sgd", "none")),
+    GpusubOption("checkpoint", "checkpoint", False,
+                 help="run under the checkpoint protocol: stop signal, markers, requeue (docs/checkpointing.md)"),
+    GpusubOption("ckpt-signal", "ckpt_signal", True, help="the checkpoint protocol's stop signal (default USR2)"),
+    GpusubOption("ckpt-grace", "ckpt_grace", True, help="time the payload has to save after the stop signal"),
 )
 GPUSUB_BY_NAME: dict[str, GpusubOption] = {o.name: o for o in GPUSUB_OPTIONS}
 

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The rendered script's side of the checkpoint protocol (docs/checkpointing.md), pure: whether a job
+runs under the protocol, with which signal, lead, grace and limits, and the sbatch options that go
+with it. templates/_hook_checkpoint.sh.j2 and _launch.sh.j2 turn these settings into bash.
+
+This is the one place that decides the job's ``--signal``: with the protocol on it is
+``B:<ckpt_signal>@<lead>`` (the lead time is the user's own ``--signal``'s when they gave one, else
+the policy's ``signal_lead_time``), replacing the ``--signal=B:USR1@lead`` the classifier adds for a
+``checkpoint_required`` class.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from slurm_gpu.checkpoint.contract import (
+    DEFAULT_GRACE_S,
+    DEFAULT_KEEP,
+    DEFAULT_SIGNAL,
+    ContractError,
+    signal_name,
+)
+from slurm_gpu.errors import UsageError
+from slurm_gpu.plain import NamedTuple
+
+DEFAULT_LEAD_S = 120  # the policy's defaults.signal_lead_time
+DEFAULT_MAX_REQUEUES = 3  # the policy's defaults.max_requeues
+MIN_LEAD_S = 30  # Slurm checks --signal about every 30 s: a shorter lead can arrive after the end
+_LEAD = re.compile(r"@([0-9]{1,9})$")
+
+
+class CheckpointSettings(NamedTuple):
+    """What the rendered script needs to run the protocol."""
+
+    signal: str = DEFAULT_SIGNAL  # a name without SIG (contract.STOP_SIGNALS)
+    grace_s: int = DEFAULT_GRACE_S  # seconds the payload has to save after the stop signal
+    lead_s: int = DEFAULT_LEAD_S  # the stop signal comes this long before the time limit
+    max_requeues: int = DEFAULT_MAX_REQUEUES  # restarts after which the job no longer requeues itself
+    keep: int = DEFAULT_KEEP  # complete steps whose markers are kept (GPUSUB_CKPT_KEEP)
+    python: str = ""  # an interpreter (reads the markers on the job's start and stop)
+    library: str = ""  # the directory that holds the slurm_gpu package it imports
+    why: str = ""  # why the protocol is on (a comment in the script)
+
+
+def _grace(text: Any) -> int:
+    from slurm_gpu.units import UnitError, parse_time_seconds
+
+    try:
+        return parse_time_seconds(str(text))
+    except (UnitError, ValueError) as exc:
+        raise UsageError(f"--ckpt-grace: {exc}") from None
+
+
+def settings_for(gpusub_opts: Mapping[str, Any], policy: Any, decision: Any, python: str = "",
+                 library: str = "") -> CheckpointSettings | None:
+    """The protocol's settings for a submission, or None when it is off: on with ``--checkpoint`` or
+    when the decision's class has ``checkpoint_required``. ``--ckpt-signal``/``--ckpt-grace`` override the
+    policy's defaults; given without the protocol they are a usage error (they would do nothing)."""
+    job_class = None
+    if policy is not None and getattr(decision, "job_class", None):
+        job_class = next((c for c in getattr(policy, "classes", ()) if c.name == decision.job_class), None)
+    required = bool(getattr(job_class, "checkpoint_required", False))
+    asked = bool(gpusub_opts.get("checkpoint"))
+    if not (asked or required):
+        for name in ("ckpt_signal", "ckpt_grace"):
+            if gpusub_opts.get(name) is not None:
+                raise UsageError(f"--{name.replace('_', '-')} needs --checkpoint (or a job class with "
+                                 "checkpoint_required)")
+        return None
+    d = getattr(policy, "defaults", None)
+    try:
+        sig = signal_name(gpusub_opts.get("ckpt_signal") or getattr(d, "ckpt_signal", None))
+    except ContractError:
+        raise UsageError(f"--ckpt-signal {str(gpusub_opts.get('ckpt_signal'))[:40]!r}: accepted: USR1, USR2, "
+                         "TERM, INT, HUP (with or without SIG)") from None
+    grace = (_grace(gpusub_opts["ckpt_grace"]) if gpusub_opts.get("ckpt_grace") is not None
+             else int(getattr(d, "ckpt_grace_s", DEFAULT_GRACE_S)))
+    why = "gpusub --checkpoint" if asked else f"class {job_class.name if job_class else '?'}: checkpoint_required"
+    return CheckpointSettings(signal=sig, grace_s=grace, lead_s=int(getattr(d, "signal_lead_time_s", DEFAULT_LEAD_S)),
+                              max_requeues=int(getattr(d, "max_requeues", DEFAULT_MAX_REQUEUES)),
+                              keep=int(getattr(d, "ckpt_keep", DEFAULT_KEEP)), python=python, library=library,
+                              why=why)
+
+
+def user_lead(options: Iterable[tuple[str, str | None]]) -> int | None:
+    """The lead time of the user's own ``--signal=...@T`` (the last one), if any."""
+    lead = None
+    for name, value in options:
+        if name == "signal" and value:
+            m = _LEAD.search(value)
+            if m:
+                lead = int(m.group(1))
+    return lead
+
+
+def protocol_options(settings: CheckpointSettings, user_options: Iterable[tuple[str, str | None]]) -> list[str]:
+    """The sbatch options the protocol needs (they win over the user's and the policy's): the signal to
+    the batch shell at the lead time, requeue allowed, and logs appended across reruns."""
+    lead = user_lead(user_options)
+    return [f"--signal=B:{settings.signal}@{lead if lead is not None else settings.lead_s}", "--requeue",
+            "--open-mode=append"]
+
+
+def warnings_for(settings: CheckpointSettings, lead_s: int) -> list[str]:
+    """Settings that cannot work as the user expects."""
+    out = []
+    if settings.grace_s >= lead_s:
+        out.append(f"checkpoint: the grace time ({settings.grace_s}s) is not shorter than the signal's lead "
+                   f"time ({lead_s}s): the time limit can end the job before the payload has saved")
+    if lead_s < MIN_LEAD_S:
+        out.append(f"checkpoint: a signal lead time of {lead_s}s is shorter than Slurm's {MIN_LEAD_S}s check "
+                   "interval: the stop signal may come too late")
+    return out
+
+
+def context(settings: CheckpointSettings | None, lead_s: int) -> dict[str, Any] | None:
+    """The templates' ``ckpt`` value (None: the protocol is off and the script is as without it);
+    ``lead_s``: the lead time the job's ``--signal`` carries."""
+    if settings is None:
+        return None
+    return {"signal": settings.signal, "grace": settings.grace_s, "lead": lead_s,
+            "max_requeues": settings.max_requeues, "keep": settings.keep, "python": settings.python,
+            "library": settings.library,
+            "why": settings.why}
+
+
+__all__ = ["CheckpointSettings", "settings_for", "protocol_options", "user_lead", "warnings_for", "context"]

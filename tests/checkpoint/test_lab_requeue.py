@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The checkpoint protocol's rendered script under the real Slurm lab (22.05 here): a training-like payload
+(a counter; it marks every N steps and on the stop signal, and resumes from the newest complete step)
+
+- given a time limit shorter than its work, requeues itself at each time-limit stop and ends with the
+  exact counter of an uninterrupted run;
+- with max_requeues = 2 (a copy of the lab policy), stops after 2 requeues and says why;
+- a payload that never marks is not requeued at its time limit, and says why;
+- in the preemptible spot partition, preempted by a batch-partition job, it saves on the signal,
+  requeues itself and finishes with the exact counter.
+
+The time-limit jobs run side by side (-t 1 and --signal=B:USR2@50: Slurm sends the signal at its first
+30 s check, so each run lasts 0-30 s; a requeued job is eligible again after ~11 s, cred_expire=10).
+Integration tests (marker ``slurm``)."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.slurm
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DT = 0.2  # seconds per counter step
+
+TRAIN = """#!{python}
+import os, sys, time
+sys.path.insert(0, {root!r})
+from slurm_gpu import checkpoint as ckpt
+total, every = int(sys.argv[1]), int(sys.argv[2])
+ckpt.should_stop()
+here = os.path.dirname(os.path.dirname(os.environ["GPUSUB_CKPT_DIR"]))
+path = os.environ.get("GPUSUB_RESUME_FROM")
+counter = int(open(path).read()) if path else 0
+print(f"start restart={{os.environ['GPUSUB_RESTART_COUNT']}} counter={{counter}}", flush=True)
+while counter < total:
+    time.sleep({dt})
+    counter += 1
+    print(f"at {{counter}}", flush=True)
+    stop = ckpt.should_stop()
+    if counter % every == 0 or stop:
+        p = os.path.join(here, f"state-{{counter}}")
+        with open(p + ".tmp", "w") as fh:
+            fh.write(str(counter))
+        os.replace(p + ".tmp", p)
+        ckpt.mark(p, step=counter)
+        print(f"saved {{counter}}", flush=True)
+        if stop:
+            print(f"stopping at {{counter}}", flush=True)
+            sys.exit(0)
+print(f"done counter={{counter}}", flush=True)
+"""
+
+NEVER_MARKS = """#!/bin/bash
+trap 'echo "got the stop signal; not saving"; exit 0' USR2
+echo "start restart=$GPUSUB_RESTART_COUNT"
+while :; do sleep 1; done
+"""
+
+# A step whose srun runs in a session of its own: only scancel --signal (not the payload's process
+# group, not srun's forwarding) can reach its tasks.
+STEPS = """#!/bin/bash
+trap 'echo "payload got USR2"' USR2
+setsid srun -n2 bash -c 'trap "echo task $SLURM_PROCID got USR2; exit 0" USR2; echo task $SLURM_PROCID up
+while :; do sleep 0.2 || :; done' &
+wait $!; wait $!
+echo "payload done"
+"""
+
+
+def _policy_copy(slurm_lab, max_requeues: int) -> str:
+    """The lab policy with another max_requeues, in a work directory of its own (topology paths made
+    absolute: the lab's policy-files directory is the lab's to rewrite)."""
+    with open(slurm_lab.policy_path, encoding="utf-8") as fh:
+        text = fh.read()
+    text, n = re.subn(r"(?m)^(\s*max_requeues:\s*)\d+", rf"\g<1>{max_requeues}", text)
+    assert n == 1, "the lab policy has no defaults.max_requeues line"
+    here = os.path.dirname(slurm_lab.policy_path)
+    text = re.sub(r"(?m)^(\s*topology:\s*)(?!/)(\S+)", lambda m: m.group(1) + os.path.normpath(
+        os.path.join(here, m.group(2))), text)
+    path = os.path.join(slurm_lab.workdir("ckpt-policy"), f"max-requeues-{max_requeues}.yaml")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(path, 0o644)
+    return path
+
+
+def _gpusub(slurm_lab, work: str, policy: str, argv: list[str]) -> int:
+    from slurm_gpu.lab.demo import find_gpusub
+
+    exe = find_gpusub()
+    assert exe is not None, "gpusub is not installed"
+    done = slurm_lab.run([exe, *argv], cwd=work, env_extra={"GPUSUB_POLICY": policy}, timeout_s=60)
+    assert done.returncode == 0, done.stderr
+    m = re.search(r"Submitted batch job (\d+)", done.stdout)
+    assert m, done.stdout
+    return int(m.group(1))
+
+
+def _write(work: str, name: str, text: str) -> str:
+    path = os.path.join(work, name)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
+def _log(work: str) -> str:
+    with open(os.path.join(work, "out.txt"), encoding="utf-8", errors="replace") as fh:
+        return fh.read()
+
+
+def _runs(log: str) -> list[tuple[int, int]]:
+    """(GPUSUB_RESTART_COUNT, counter at start) of each run, from the payload's own log."""
+    return [(int(r), int(c)) for r, c in re.findall(r"(?m)^start restart=(\d+) counter=(\d+)$", log)]
+
+
+def _check_resumes(log: str) -> None:
+    """Each run starts at the counter the previous one saved last: no work redone, none skipped."""
+    runs = _runs(log)
+    chunks = re.split(r"(?m)^start restart=", log)[1:]
+    for k in range(1, len(runs)):
+        saved = [int(s) for s in re.findall(r"(?m)^saved (\d+)$", chunks[k - 1])]
+        reached = [int(s) for s in re.findall(r"(?m)^at (\d+)$", chunks[k - 1])]
+        assert saved, f"run {k} saved nothing:\n{log}"
+        assert runs[k][1] == saved[-1], f"run {k + 1} resumed at {runs[k][1]}, not {saved[-1]}:\n{log}"
+        assert max(reached) - saved[-1] <= 0, f"run {k} reached {max(reached)} after its last save {saved[-1]}"
+
+
+def _restarts(slurm_lab, job: int) -> int:
+    fields, _ = slurm_lab.show_job(job)
+    return int(fields.get("Restarts", "-1"))
+
+
+@pytest.fixture(scope="module")
+def time_limit_jobs(slurm_lab):
+    """Three jobs submitted together: work > one run (max_requeues 6), endless work (max 2), never marks."""
+    policies = [_policy_copy(slurm_lab, 6), _policy_copy(slurm_lab, 2)]
+    common = ["--checkpoint", "--ckpt-grace=15s", "--signal=B:USR2@50", "-G", "h100:1", "-t", "1", "-o", "out.txt"]
+    jobs: dict[str, tuple[int, str]] = {}
+    try:
+        for name, policy, script, options, args in (
+            ("finishes", policies[0], TRAIN, [], ["175", "25"]),
+            ("capped", policies[1], TRAIN, [], ["100000", "25"]),
+            ("never-marks", policies[0], NEVER_MARKS, [], []),
+            ("steps", policies[0], STEPS, ["-n2", "-t", "2", "--signal=B:USR2@60"], []),  # the signal 30-60 s in
+        ):
+            work = slurm_lab.workdir(f"ckpt-{name}")
+            text = script.format(python=sys.executable, root=ROOT, dt=DT) if script is TRAIN else script
+            path = _write(work, "payload", text)
+            jobs[name] = (_gpusub(slurm_lab, work, policy, [*common, *options, path, *args]), work)
+        yield jobs
+    finally:
+        slurm_lab.cancel(*(job for job, _ in jobs.values()))
+        for p in policies:
+            os.unlink(p)  # the work directory stays, as every lab test's does
+
+
+def test_time_limit_requeues_until_the_work_is_done(slurm_lab, time_limit_jobs) -> None:
+    job, work = time_limit_jobs["finishes"]
+    state = slurm_lab.wait(job, timeout_s=400)
+    log = _log(work)
+    assert state == "COMPLETED", log
+    assert re.search(r"(?m)^done counter=175$", log), log
+    runs = _runs(log)
+    assert len(runs) >= 2, f"the work (35 s) fit in one run of at most 30 s?\n{log}"
+    assert [r for r, _ in runs] == list(range(len(runs))), log  # GPUSUB_RESTART_COUNT 0, 1, 2, ...
+    _check_resumes(log)
+    assert log.count("requeueing after the time-limit stop") == len(runs) - 1, log
+    assert _restarts(slurm_lab, job) == len(runs) - 1
+
+
+def test_time_limit_requeues_stop_at_max_requeues_with_the_reason(slurm_lab, time_limit_jobs) -> None:
+    job, work = time_limit_jobs["capped"]
+    state = slurm_lab.wait(job, timeout_s=400)
+    log = _log(work)
+    assert state == "COMPLETED", log  # the payload's own exit code: 0 after saving
+    assert [r for r, _ in _runs(log)] == [0, 1, 2], log
+    _check_resumes(log)
+    assert ("gpusub-ckpt: not requeued after the time-limit stop: the job has been restarted 2 times, the "
+            "policy's maximum (max_requeues=2)") in log, log
+    assert _restarts(slurm_lab, job) == 2
+
+
+def test_a_payload_that_never_marks_is_not_requeued_and_says_why(slurm_lab, time_limit_jobs) -> None:
+    job, work = time_limit_jobs["never-marks"]
+    state = slurm_lab.wait(job, timeout_s=200)
+    log = _log(work)
+    assert state == "COMPLETED", log
+    assert log.count("start restart=0") == 1 and "start restart=1" not in log, log
+    assert "got the stop signal; not saving" in log
+    assert ("gpusub-ckpt: not requeued at the time limit: no checkpoint was marked since this run started"
+            in log), log
+    assert _restarts(slurm_lab, job) == 0
+
+
+def test_the_stop_reaches_every_task_of_a_running_step(slurm_lab, time_limit_jobs) -> None:
+    job, work = time_limit_jobs["steps"]
+    state = slurm_lab.wait(job, timeout_s=200)
+    log = _log(work)
+    assert state == "COMPLETED", log
+    for line in ("task 0 up", "task 1 up", "payload got USR2", "task 0 got USR2", "task 1 got USR2", "payload done"):
+        assert re.search(rf"(?m)^{line}$", log), f"{line!r} missing:\n{log}"
+    assert "gpusub-ckpt: not requeued at the time limit: no checkpoint was marked" in log
+
+
+def test_preempted_spot_job_saves_requeues_and_finishes_exactly(slurm_lab) -> None:
+    """Class spot (checkpoint_required) on a100n1's four GPUs; a batch-partition job that needs them
+    preempts it (partition_prio). The lab's spot GraceTime is 120 s, and preempt_send_user_signal sends the
+    batch shell --signal's USR2 at once: the payload saves, and the script requeues the job."""
+    work = slurm_lab.workdir("ckpt-preempt")
+    path = _write(work, "payload", TRAIN.format(python=sys.executable, root=ROOT, dt=DT))
+    job = _gpusub(slurm_lab, work, slurm_lab.policy_path,
+                  ["--class", "spot", "--gres=gpu:a100:4", "-w", "a100n1", "-t", "10", "-o", "out.txt", path,
+                   "150", "10"])
+    preemptor = None
+    try:
+        slurm_lab.wait(job, {"RUNNING"}, timeout_s=120)
+        import time
+
+        deadline = time.monotonic() + 60
+        while "at 10\n" not in _log(work) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        preemptor = slurm_lab.sbatch(["-p", "batch", "--qos=normal", "--gres=gpu:a100:4", "-w", "a100n1", "-t", "1",
+                                      "-o", os.path.join(work, "preemptor.txt"), "--wrap", "sleep 2"], cwd=work)
+        state = slurm_lab.wait(job, timeout_s=300)
+        log = _log(work)
+        assert state == "COMPLETED", log
+        assert re.search(r"(?m)^done counter=150$", log), log
+        assert "(reason: preemption) passed on to the payload" in log, log
+        assert "requeueing after the preemption stop" in log, log
+        runs = _runs(log)  # other users' jobs in the shared lab may preempt it too: one run per preemption
+        assert len(runs) >= 2 and [r for r, _ in runs] == list(range(len(runs))), log
+        assert log.count("requeueing after the preemption stop") == len(runs) - 1, log
+        _check_resumes(log)
+        assert slurm_lab.wait(preemptor, timeout_s=60) == "COMPLETED"
+    finally:
+        slurm_lab.cancel(job, *([preemptor] if preemptor else []))
