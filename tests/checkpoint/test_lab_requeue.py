@@ -234,7 +234,14 @@ def test_preempted_spot_job_saves_requeues_and_finishes_exactly(slurm_lab) -> No
         assert "requeueing after the preemption stop" in log, log
         runs = _runs(log)  # other users' jobs in the shared lab may preempt it too: one run per preemption
         assert len(runs) >= 2 and [r for r, _ in runs] == list(range(len(runs))), log
-        assert log.count("requeueing after the preemption stop") == len(runs) - 1, log
+        # 22.05 leaves a job that ends during the grace time COMPLETED: every rerun is our own requeue.
+        # 24.11 requeues such a job itself (slurm-lab.md), so a run may start that only resumes from the
+        # last step and ends at once: the counter stays exact, no work is redone.
+        requeues = log.count("requeueing after the preemption stop")
+        if slurm_lab.version < (24, 11, 0):  # measured: 22.05.8 and 24.11.5
+            assert requeues == len(runs) - 1, log
+        else:
+            assert 1 <= requeues <= len(runs) - 1, log
         _check_resumes(log)
         assert slurm_lab.wait(preemptor, timeout_s=60) == "COMPLETED"
     finally:
