@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "cluster": ("slurm_gpu.cli.cluster:cluster", "Free, allocated and stranded GPUs, fragmentation, per type."),
     "lab": ("slurm_gpu.cli.lab:lab", "Run a real local Slurm with emulated GPU nodes."),
     "policy": ("slurm_gpu.cli.policy:policy", "Check and inspect site policy files."),
+    "simulate": ("slurm_gpu.cli.simulate:simulate", "Replay a job trace through site policies and Slurm's scheduler."),
     "topo": ("slurm_gpu.cli.topo:topo", "Parse node topology; generate gres.conf and slurm.conf lines."),
     "why": ("slurm_gpu.cli.why:why", "Why a pending job waits, and what would start now."),
 }

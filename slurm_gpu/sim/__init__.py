@@ -1,3 +1,3 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The policy simulator: replays a job trace through the site policy and a model of Slurm's scheduler,
-reusing the classifier and slurm_gpu.slurm.records. Not built yet (the simulator issue)."""
+"""The policy simulator's pure core: replays a job trace through the site policy (the classifier itself)
+and a model of Slurm's scheduler (docs/simulate.md). ``engine.simulate(trace, policy, params)``."""

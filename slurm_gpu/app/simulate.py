@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``slurm-gpu simulate``'s I/O: read the trace (bounded) and the policies, run the pure simulator,
+write DIR/<policy>/jobs.csv, rejected.csv, summary.json, and DIR/differences.txt (docs/simulate.md).
+
+With one policy the files go straight into DIR. Errors: a bad trace or policy raises a
+SlurmGpuError (exit 1); an unreadable or missing file, or an output that cannot be written, a
+UsageError (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from slurm_gpu.errors import UsageError
+from slurm_gpu.sim.params import Params
+from slurm_gpu.sim.traces import MAX_LINE, Trace, read_trace
+
+MAX_TRACE_BYTES = 4 << 30  # 4 GiB: more than the largest public trace
+
+
+def load_trace(path: str, fmt: str | None = None) -> Trace:
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"trace {path!r} is not a readable file")
+    if p.stat().st_size > MAX_TRACE_BYTES:
+        raise UsageError(f"trace {path!r} is larger than {MAX_TRACE_BYTES >> 30} GiB")
+    try:
+        with open(p, encoding="utf-8", errors="strict", newline="") as fh:
+            lines = iter(lambda: fh.readline(MAX_LINE + 2), "")
+            return read_trace(lines, path, fmt)
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"trace {path!r}: {exc.strerror}") from None
+
+
+def run(policies: list[str], trace_path: str, out_dir: str, params: Params, fmt: str | None = None) -> str:
+    """Simulate the trace under each policy; returns the text to print (the differences table)."""
+    from slurm_gpu.policy.load import load_policy
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.report import differences, jobs_csv, rejected_csv, summary
+
+    for p in policies:
+        if not os.path.isfile(p):
+            raise UsageError(f"policy file {p!r} does not exist")
+    trace = load_trace(trace_path, fmt)
+    loaded = [load_policy(p) for p in policies]
+    names: list[str] = []
+    for pol in loaded:
+        name = pol.name
+        while name in names:
+            name += "'"
+        names.append(name)
+    out = Path(out_dir)
+    summaries = []
+    for name, pol in zip(names, loaded, strict=True):
+        result = simulate(trace, pol, params)
+        s = summary(result, name)
+        s["params"] = dict(params._asdict())
+        where = out if len(loaded) == 1 else out / name
+        _write(where, {"jobs.csv": jobs_csv(result, trace.time_format), "rejected.csv": rejected_csv(result),
+                       "summary.json": json.dumps(s, indent=1) + "\n"})
+        summaries.append(s)
+    table = differences(summaries)
+    if len(loaded) > 1:
+        _write(out, {"differences.txt": table})
+    return table
+
+
+def _write(where: Path, files: dict[str, str]) -> None:
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (where / name).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {where}: {exc.strerror}") from None

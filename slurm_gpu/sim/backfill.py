@@ -1,0 +1,223 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Backfill (sched/backfill): a plan of GPU use over time, built on time limits, and one pass.
+
+The plan knows, per node, the GPUs in use now, when each running job releases its GPUs (start + time
+limit, not the true duration: Slurm does not know it) and the reservations made in this pass. The
+pass takes pending jobs in priority order (at most ``bf_max_job_test``); for each it finds the
+earliest time, now or at a planned release, when enough nodes have the GPUs free for the job's whole
+time limit. At ``now`` the job starts; later (within ``bf_window``) the nodes are reserved for it, so
+a lower job starts only where it does not delay any reservation. A MIG job counts as one GPU in the
+plan (a split GPU is busy until its last slice is planned to end); it starts now on a split GPU whose
+planned end covers its limit without taking a GPU.
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+from collections.abc import Callable, Iterable
+
+from slurm_gpu.sim.cluster import Cluster
+from slurm_gpu.sim.params import NO_LIMIT_S, Params, SimJob
+
+
+class Plan:
+    __slots__ = ("now", "total", "used", "rel", "res", "slot_end", "_ready", "_sorted", "_next")
+
+    def __init__(self, now: int, cluster: Cluster, running: Iterable[SimJob]) -> None:
+        self.now = now
+        self.total = cluster.total
+        self.used = [t - f for t, f in zip(cluster.total, cluster.free, strict=True)]
+        self.rel: list[list[tuple[int, int]]] = [[] for _ in self.total]
+        self.res: list[list[tuple[int, int, int]]] = [[] for _ in self.total]
+        self.slot_end: dict[tuple[int, int], int] = {}
+        for job in running:
+            end = job.planned_end
+            for i, whole, slot, _slices in job.alloc:
+                if slot >= 0:
+                    key = (i, slot)
+                    self.slot_end[key] = max(self.slot_end.get(key, 0), end)
+                elif whole:
+                    self.rel[i].append((end, whole))
+        for (i, _slot), end in self.slot_end.items():
+            self.rel[i].append((end, 1))
+        for r in self.rel:
+            r.sort()
+        self._ready: list[dict[int, int]] = [{} for _ in self.total]  # node -> units -> ready time
+        # (group, units) -> [(ready time, node)] sorted; reservations do not move ready times, starts do
+        self._sorted: dict[tuple[tuple[int, ...], int], list[tuple[int, int]]] = {}
+        # node -> (units, length) -> (after, node_earliest's answer): the answer stands for any later
+        # `after` up to it, until the node's plan changes
+        self._next: list[dict[tuple[int, int], tuple[int, int | None]]] = [{} for _ in self.total]
+
+    def ready(self, i: int, units: int) -> int:
+        """The earliest time node ``i`` has ``units`` GPUs free, counting releases only (a lower bound
+        of when it fits: reservations only take GPUs away). Cached until the node's releases change."""
+        cache = self._ready[i]
+        t = cache.get(units)
+        if t is None:
+            free = self.total[i] - self.used[i]
+            t = self.now
+            if free < units:
+                t = 1 << 62
+                for end, g in self.rel[i]:
+                    free += g
+                    if free >= units:
+                        t = end
+                        break
+            cache[units] = t
+        return t
+
+    def usage(self, i: int, t: int) -> int:
+        u = self.used[i]
+        for end, g in self.rel[i]:
+            if end <= t:
+                u -= g
+        for s, e, g in self.res[i]:
+            if s <= t < e:
+                u += g
+        return u
+
+    def fits(self, i: int, start: int, length: int, units: int) -> bool:
+        if not self.res[i]:  # releases only: usage falls with time, so ready() decides
+            return self.ready(i, units) <= start
+        cap = self.total[i] - units
+        if cap < 0 or self.usage(i, start) > cap:
+            return False
+        end = start + length
+        return all(self.usage(i, s) <= cap for s, _e, _g in self.res[i] if start < s < end)
+
+    def node_earliest(self, i: int, units: int, length: int, horizon: int, after: int = 0) -> int | None:
+        """The earliest time (<= horizon) node ``i`` fits ``units`` GPUs for ``length`` seconds: tried
+        at its ready time, its planned releases and its reservations' starts and ends (between two of
+        these its use is constant, so no earlier start fits)."""
+        r = max(self.ready(i, units), after)
+        if r > horizon:
+            return None
+        res = self.res[i]
+        if not res:
+            return r
+        known = self._next[i].get((units, length))
+        if known is not None and known[0] <= after and (known[1] is None or after <= known[1]):
+            return known[1]
+        found = self._node_earliest(i, r, units, length, horizon)
+        self._next[i][(units, length)] = (after, found)
+        return found
+
+    def _node_earliest(self, i: int, r: int, units: int, length: int, horizon: int) -> int | None:
+        res = self.res[i]
+        cands = {r}
+        cands.update(e for e, _g in self.rel[i] if e > r)
+        cands.update(s for s, _e, _g in res if s > r)
+        cands.update(e for _s, e, _g in res if e > r)
+        for c in sorted(cands):
+            if c > horizon:
+                break
+            if self.fits(i, c, length, units):
+                return c
+        return None
+
+    def earliest(self, group: tuple[int, ...], nodes: int, units: int, length: int,
+                 horizon: int, after: int = 0) -> tuple[int, list[int]] | None:
+        """The earliest planned time in [after, horizon] when ``nodes`` nodes of the group have ``units``
+        GPUs free for ``length`` seconds, with those nodes (best fit: the busiest first)."""
+        key = (group, units)
+        ready = self._sorted.get(key)
+        if ready is None:
+            ready = self._sorted[key] = sorted((self.ready(i, units), i) for i in group)
+        if len(ready) < nodes or max(ready[nodes - 1][0], after) > horizon:
+            return None
+        if nodes == 1:  # the node that fits first; a node ready later cannot fit earlier
+            best: tuple[int, int, int] | None = None
+            for r, i in ready:
+                if r > horizon or (best is not None and r > best[0]):
+                    break
+                when = self.node_earliest(i, units, length, horizon, after)
+                if when is not None:
+                    cand = (when, self.total[i] - self.usage(i, when), i)
+                    if best is None or cand < best:
+                        best = cand
+            return None if best is None else (best[0], [best[2]])
+        # A gang: the first time when enough nodes fit at once. Nodes without reservations fit from their
+        # ready time on; a node with reservations fits at the times node_earliest finds (recomputed once
+        # its last one has passed). Which nodes fit changes only at those times and the ready times.
+        free: list[int] = []  # ready nodes without reservations
+        reserved: list[int] = []  # ready nodes with reservations
+        nxt: dict[int, int | None] = {}
+        k = 0
+        t = max(ready[nodes - 1][0], after)
+        while t <= horizon:
+            while k < len(ready) and ready[k][0] <= t:
+                i = ready[k][1]
+                (reserved if self.res[i] else free).append(i)
+                k += 1
+            ok = list(free)
+            upcoming = ready[k][0] if k < len(ready) else horizon + 1
+            for i in reserved:
+                at = nxt.get(i, -1)
+                if at is not None and at < t:
+                    at = nxt[i] = self.node_earliest(i, units, length, horizon, t)
+                if at == t:
+                    ok.append(i)
+                elif at is not None and at < upcoming:
+                    upcoming = at
+            if len(ok) >= nodes:
+                ok.sort(key=lambda i: (self.total[i] - self.usage(i, t), i))
+                return t, ok[:nodes]
+            t = upcoming
+        return None
+
+    def hold(self, chosen: Iterable[int], start: int, length: int, units: int) -> None:
+        """A job started now (start == now) or reserved later on ``chosen``."""
+        end = start + length
+        for i in chosen:
+            self._next[i].clear()
+            if start <= self.now:
+                self.used[i] += units
+                insort(self.rel[i], (end, units))
+                self._ready[i].clear()
+                self._sorted.clear()
+            else:
+                self.res[i].append((start, end, units))
+
+
+def backfill_pass(now: int, pending: list[SimJob], cluster: Cluster, running: Iterable[SimJob],
+                  params: Params, start: Callable[[SimJob, list[int]], None]) -> int:
+    """One backfill pass over ``pending`` (in priority order); returns the number of jobs started."""
+    plan = Plan(now, cluster, running)
+    horizon = now + params.bf_window_s
+    started = 0
+    # The plan only fills up during a pass: a job of the same shape as one tested before cannot fit
+    # earlier than that one did (nor at all, when that one did not fit within the window).
+    lower: dict[tuple[str, str | None, int, int, int, int], int] = {}
+    for job in pending[: params.bf_max_job_test]:
+        if job.state != "PENDING":
+            continue
+        group = cluster.group(job.partition, job.gpu_type)
+        length = job.limit if job.limit is not None else NO_LIMIT_S
+        if job.slices:
+            chosen = cluster.pick(group, 1, 0, job.slices)
+            if chosen is not None and any(
+                    f >= job.slices and plan.slot_end.get((chosen[0], s), 0) >= now + length
+                    for s, f in cluster.slots[chosen[0]].items()):
+                start(job, chosen)
+                started += 1
+                continue
+        units = 1 if job.slices else job.per_node
+        shape = (job.partition, job.gpu_type, job.nodes, units, length, job.slices)
+        after = lower.get(shape, now)
+        found = plan.earliest(group, job.nodes, units, length, horizon, after) if after <= horizon else None
+        if found is None:
+            lower[shape] = horizon + 1
+            continue
+        t, nodes = found
+        lower[shape] = t
+        if t <= now:
+            chosen = cluster.pick(group, job.nodes, job.per_node, job.slices, frozenset(nodes))
+            if chosen is None:  # the plan and the cluster disagree only for MIG packing
+                continue
+            start(job, chosen)
+            started += 1
+            plan.hold(chosen, now, length, units)
+        else:
+            plan.hold(nodes, t, length, units)
+    return started

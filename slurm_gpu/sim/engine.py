@@ -1,0 +1,214 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The event loop: a heap of submit, end, preemption-end and backfill events, in simulated seconds.
+
+At each time, ends come first (their GPUs are free for what is submitted at the same second), then
+submits; then priorities are recomputed when PriorityCalcPeriod has passed, then the main scheduler
+runs. Backfill runs at multiples of ``bf_interval`` after anything changed. A run lasts the job's
+remaining work, cut at its time limit (state TIMEOUT); a preemption ends it after the grace time.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from slurm_gpu.plain import NamedTuple
+from slurm_gpu.policy.model import Policy
+from slurm_gpu.sim.backfill import backfill_pass
+from slurm_gpu.sim.cluster import MIG_SLICES, Cluster
+from slurm_gpu.sim.params import Params, SimJob
+from slurm_gpu.sim.priority import Prioritiser, order_key
+from slurm_gpu.sim.routing import Route, Router
+from slurm_gpu.sim.scheduler import main_pass
+from slurm_gpu.sim.traces import Trace, TraceJob
+
+END, PREEMPT_END, SUBMIT, BACKFILL = 0, 1, 2, 3
+
+
+class Result(NamedTuple):
+    jobs: tuple[SimJob, ...]  # in trace order
+    rejected: tuple[tuple[TraceJob, str], ...]
+    skipped: int  # jobs the trace says never ran
+    gpus: int  # GPUs of the cluster
+    begin: int  # first submit
+    finish: int  # last end
+    passes: int  # main and backfill passes run
+
+
+def make_job(idx: int, tj: TraceJob, route: Route, policy: Policy) -> SimJob:
+    job = SimJob(idx, tj.job_id, tj.submit, max(0, tj.duration), route.time_limit_s)
+    job.user, job.account, job.job_class = tj.user, tj.account, route.job_class
+    job.partition, job.qos, job.gpu_type = route.partition, route.qos, route.gpu_type
+    job.nodes, job.per_node, job.slices = route.nodes, route.gpus_per_node, route.mig_slices
+    job.gpus = route.mig_slices / MIG_SLICES if route.mig_slices else float(route.nodes * route.gpus_per_node)
+    part, qos = policy.partition(route.partition), policy.qos_named(route.qos)
+    assert part is not None
+    job.tier, job.preemptible, job.grace_s = part.priority_tier, part.preemptible, part.grace_time_s
+    job.qos_prio = qos.priority if qos else 0
+    job.preempts = qos.preempts if qos else ()
+    job.preempt_mode = (qos.preempt_mode if qos and qos.preempt_mode else "requeue" if part.preemptible
+                        else "cancel")
+    job.max_requeues = policy.defaults.max_requeues
+    return job
+
+
+class Engine:
+    def __init__(self, policy: Policy, params: Params) -> None:
+        self.policy, self.params = policy, params
+        self.cluster = Cluster(policy)
+        self.heap: list[tuple[int, int, int, int, int]] = []  # (time, kind, seq, job index, run)
+        self.seq = 0
+        self.now = 0
+        self.jobs: list[SimJob] = []
+        self.pending: list[SimJob] = []
+        self.running: dict[int, SimJob] = {}
+        self.preemptor: dict[int, SimJob] = {}
+        # running jobs that some job may preempt (a preemptible partition, or a QOS some QOS preempts)
+        self.victims: dict[int, SimJob] = {}
+        self.preemptable_qos = {name for q in policy.qos for name in q.preempts}
+        self.changed = False
+        self.bf_due: int | None = None
+        self.passes = 0
+        self.finish = 0
+        self.prio: Prioritiser | None = None
+
+    def push(self, t: int, kind: int, idx: int = -1, run: int = 0) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, kind, self.seq, idx, run))
+
+    # ---- job state changes ----
+
+    def start(self, job: SimJob, chosen: list[int]) -> None:
+        now = self.now
+        job.alloc = self.cluster.allocate(chosen, job.per_node, job.slices)
+        job.start = now
+        if job.first_start is None:
+            job.first_start = now
+        job.state = "RUNNING"
+        job.run += 1
+        length = job.work if job.limit is None else min(job.work, job.limit)
+        job.end = now + length
+        self.running[job.idx] = job
+        if job.preemptible or job.qos in self.preemptable_qos:
+            self.victims[job.idx] = job
+        self.push(job.end, END, job.idx, job.run)
+        self.changed = True
+
+    def preempt(self, job: SimJob, victims: list[SimJob]) -> None:
+        for v in victims:
+            v.state = "PREEMPTING"
+            v.end = self.now + v.grace_s
+            self.push(v.end, PREEMPT_END, v.idx, v.run)
+            self.preemptor[v.idx] = job
+            job.waiting += 1
+
+    def _stop(self, job: SimJob) -> int:
+        """Free the run's GPUs; returns its seconds."""
+        assert job.start is not None
+        self.cluster.release(job.alloc)
+        job.alloc = ()
+        del self.running[job.idx]
+        self.victims.pop(job.idx, None)
+        ran = self.now - job.start
+        job.end = self.now
+        job.gpu_s += job.gpus * ran
+        if self.prio is not None and self.prio.fairshare is not None:
+            self.prio.fairshare.decay_to(self.now)
+            self.prio.fairshare.charge(job.account, job.gpus * ran)
+        by = self.preemptor.pop(job.idx, None)
+        if by is not None:
+            by.waiting -= 1
+        self.finish = max(self.finish, self.now)
+        self.changed = True
+        return ran
+
+    def on_end(self, job: SimJob) -> None:
+        ran = self._stop(job)
+        job.work -= ran
+        job.state = "TIMEOUT" if job.work > 0 else "COMPLETED"
+
+    def on_preempt_end(self, job: SimJob) -> None:
+        ran = self._stop(job)
+        ckpt = self.params.ckpt_interval_s
+        saved = min(job.work, (ran // ckpt) * ckpt) if ckpt > 0 else 0
+        job.work -= saved
+        job.lost_gpu_s += job.gpus * (ran - saved)
+        job.preempted += 1
+        if job.preempt_mode == "requeue" and job.requeues < job.max_requeues:
+            job.requeues += 1
+            job.state = "PENDING"
+            job.eligible = self.now
+            assert self.prio is not None
+            job.prio = self.prio.compute(job, self.now)
+            self.pending.append(job)
+        else:
+            job.state = "PREEMPTED"
+
+    # ---- the loop ----
+
+    def run(self, trace: Trace) -> Result:
+        router = Router(self.policy)
+        rejected: list[tuple[TraceJob, str]] = []
+        for tj in trace.jobs:
+            route = router.route(tj)
+            if isinstance(route, str):
+                rejected.append((tj, route))
+                continue
+            job = make_job(len(self.jobs), tj, route, self.policy)
+            self.jobs.append(job)
+            self.push(job.submit, SUBMIT, job.idx)
+        p = self.params._replace(bf_interval_s=max(1, self.params.bf_interval_s),
+                                 calc_period_s=max(1, self.params.calc_period_s))
+        self.prio = Prioritiser(p, max((q.priority for q in self.policy.qos), default=0),
+                                max((x.priority_tier for x in self.policy.partitions), default=1),
+                                len({j.account for j in self.jobs}))
+        begin = min((j.submit for j in self.jobs), default=0)
+        next_calc = begin
+        heap = self.heap
+        while heap:
+            self.now = now = heap[0][0]
+            backfill_now = False
+            while heap and heap[0][0] == now:
+                _, kind, _, idx, run = heapq.heappop(heap)
+                if kind == BACKFILL:
+                    backfill_now = True
+                    continue
+                job = self.jobs[idx]
+                if kind == SUBMIT:
+                    job.prio = self.prio.compute(job, now)
+                    self.pending.append(job)
+                    self.changed = True
+                elif job.run == run and job.state in ("RUNNING", "PREEMPTING"):
+                    if kind == END:
+                        self.on_end(job)
+                    elif job.state == "PREEMPTING":
+                        self.on_preempt_end(job)
+            if now >= next_calc:
+                if self.prio.fairshare is not None:
+                    self.prio.fairshare.decay_to(now)
+                for job in self.pending:
+                    job.prio = self.prio.compute(job, now)
+                next_calc = now - (now - begin) % p.calc_period_s + p.calc_period_s
+            if self.pending:
+                self.pending.sort(key=order_key)
+                self.passes += 1
+                if main_pass(self.pending, self.cluster, p, self.victims.values(), self.start, self.preempt):
+                    self.pending = [j for j in self.pending if j.state == "PENDING"]
+            if backfill_now:
+                self.bf_due = None
+                if self.pending and self.changed:
+                    self.changed = False
+                    self.passes += 1
+                    if backfill_pass(now, self.pending, self.cluster, list(self.running.values()), p, self.start):
+                        self.pending = [j for j in self.pending if j.state == "PENDING"]
+            if p.backfill and self.pending and self.changed and self.bf_due is None:
+                self.bf_due = now + (-(now - begin)) % p.bf_interval_s
+                if self.bf_due == now and backfill_now:
+                    self.bf_due += p.bf_interval_s
+                self.push(self.bf_due, BACKFILL)
+        return Result(tuple(self.jobs), tuple(rejected), trace.skipped, self.cluster.gpus, begin, self.finish,
+                      self.passes)
+
+
+def simulate(trace: Trace, policy: Policy, params: Params | None = None) -> Result:
+    """Replay ``trace`` through ``policy`` and the scheduler model (pure: data in, data out)."""
+    return Engine(policy, params or Params()).run(trace)

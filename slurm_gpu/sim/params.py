@@ -1,0 +1,83 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The simulator's parameters (Slurm's names where Slurm has one) and the simulated job."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from slurm_gpu.plain import NamedTuple
+from slurm_gpu.sim.cluster import Alloc
+
+PreemptType = Literal["partition_prio", "qos", "off"]
+NO_LIMIT_S = 365 * 86400  # what backfill plans for a job without a time limit (Slurm: a year)
+
+
+class Params(NamedTuple):
+    """Scheduler parameters. Defaults: Slurm 22.05's, and the priority weights of UB's slurm_sim_tools
+    tutorial slurm.conf (docs/simulate.md)."""
+
+    backfill: bool = True  # SchedulerType=sched/backfill (False: sched/builtin, the main scheduler only)
+    bf_window_s: int = 1440 * 60  # bf_window (minutes in slurm.conf)
+    bf_interval_s: int = 30  # bf_interval
+    bf_max_job_test: int = 500  # bf_max_job_test
+    weight_age: int = 70000  # PriorityWeightAge
+    weight_qos: int = 50000  # PriorityWeightQOS
+    weight_partition: int = 1000000  # PriorityWeightPartition (PriorityJobFactor = the partition's tier)
+    weight_fairshare: int = 0  # PriorityWeightFairshare (UB's tutorial: 120000); 0 = no fair share
+    max_age_s: int = 7 * 86400  # PriorityMaxAge
+    half_life_s: int = 7 * 86400  # PriorityDecayHalfLife
+    calc_period_s: int = 300  # PriorityCalcPeriod
+    preempt_type: PreemptType = "partition_prio"  # PreemptType (what `slurm-gpu admin emit` writes)
+    ckpt_interval_s: int = 0  # the jobs' checkpoint interval; 0: none (a preempted run loses all its work)
+
+
+class SimJob:
+    """One routed job and its state in the simulation (mutable; the engine's own)."""
+
+    __slots__ = ("idx", "job_id", "user", "account", "job_class", "submit", "eligible", "work", "limit",
+                 "partition", "qos", "gpu_type", "nodes", "per_node", "slices", "gpus", "tier", "qos_prio",
+                 "preemptible", "preempts", "preempt_mode", "grace_s", "max_requeues",
+                 "prio", "start", "first_start", "end", "alloc", "state", "preempted", "requeues", "run",
+                 "waiting", "victims", "gpu_s", "lost_gpu_s")
+
+    def __init__(self, idx: int, job_id: str, submit: int, work: int, limit: int | None) -> None:
+        self.idx, self.job_id, self.submit, self.work, self.limit = idx, job_id, submit, work, limit
+        self.user: str | None = None
+        self.account: str | None = None
+        self.job_class = ""
+        self.eligible = submit  # the age factor counts from here (reset by a requeue)
+        self.partition = ""
+        self.qos: str | None = None
+        self.gpu_type: str | None = None
+        self.nodes = 1
+        self.per_node = 0
+        self.slices = 0
+        self.gpus = 0.0  # GPUs it holds (a MIG slice: slices/7)
+        self.tier = 1
+        self.qos_prio = 0
+        self.preemptible = False
+        self.preempts: tuple[str, ...] = ()
+        self.preempt_mode = "requeue"
+        self.grace_s = 0
+        self.max_requeues = 0
+        self.prio = 0.0
+        self.start: int | None = None
+        self.first_start: int | None = None
+        self.end: int | None = None  # when this run ends (real duration, limit or preemption)
+        self.alloc: Alloc = ()
+        self.state = "PENDING"  # PENDING RUNNING PREEMPTING COMPLETED TIMEOUT PREEMPTED
+        self.preempted = 0
+        self.requeues = 0
+        self.run = 0  # run number: stale end events of an earlier run are ignored
+        self.waiting = 0  # victims still in their grace time for this job
+        self.victims: list[SimJob] = []
+        self.gpu_s = 0.0  # GPU-seconds held
+        self.lost_gpu_s = 0.0  # GPU-seconds of work lost to preemption
+
+    @property
+    def planned_end(self) -> int:
+        """When backfill expects the run to end: start + time limit (not the true duration)."""
+        assert self.start is not None
+        if self.state == "PREEMPTING" and self.end is not None:
+            return self.end
+        return self.start + (self.limit if self.limit is not None else NO_LIMIT_S)

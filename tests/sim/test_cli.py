@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``slurm-gpu simulate``: files written, several policies side by side, exit codes 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from slurm_gpu.cli.main import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+UNIVERSITY = str(ROOT / "examples" / "policies" / "university.yaml")
+TINY = str(Path(__file__).resolve().parent / "data" / "tiny.yaml")
+TRACE = """job_id,user,gpu_num,node_num,state,submit_time,start_time,end_time,duration,queue
+1,u,8,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:00,2020-04-01 01:00:00,3600,0
+2,v,8,1,COMPLETED,2020-04-01 00:10:00,2020-04-01 00:10:00,2020-04-01 00:20:00,600,0
+3,v,0,1,COMPLETED,2020-04-01 00:10:00,2020-04-01 00:10:00,2020-04-01 03:20:00,,0
+"""
+
+
+def test_one_policy_writes_jobs_and_summary(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(TRACE)
+    res = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--trace", str(tmp_path / "t.csv"),
+                                   "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader((tmp_path / "out" / "jobs.csv").read_text().splitlines()))
+    # tiny has 8 GPUs: job 2 waits for job 1; job 3 (CPU-only) matches no class and is rejected
+    assert [(r["job_id"], r["start_time"], r["end_time"]) for r in rows] == [
+        ("1", "2020-04-01 00:00:00", "2020-04-01 01:00:00"), ("2", "2020-04-01 01:00:00", "2020-04-01 01:10:00")]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["rejected"] == 1 and summary["all"]["started"] == 2
+    assert "no job class" in (tmp_path / "out" / "rejected.csv").read_text()
+
+
+def test_two_policies_side_by_side(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(TRACE)
+    res = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--policy", UNIVERSITY, "--trace",
+                                   str(tmp_path / "t.csv"), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    for name in ("tiny", "university"):
+        assert (tmp_path / "out" / name / "jobs.csv").is_file()
+    table = (tmp_path / "out" / "differences.txt").read_text()
+    assert table == res.output and "university - tiny" in table
+
+
+def test_bad_trace_exits_1_with_one_line(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text("job_id,submit_time,duration\n1,noon,5\n")
+    res = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--trace", str(tmp_path / "t.csv"),
+                                   "--out", str(tmp_path / "out")])
+    assert res.exit_code == 1
+    assert res.output == f"slurm-gpu simulate: {tmp_path / 't.csv'}:2:2: submit_time: bad time 'noon': " \
+                         "expected epoch seconds or YYYY-MM-DD[T ]HH:MM:SS\n"
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(TRACE)
+    missing = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--trace", str(tmp_path / "nope.csv"),
+                                       "--out", str(tmp_path / "out")])
+    assert missing.exit_code == 2 and "is not a readable file" in missing.output
+    bad = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--trace", str(tmp_path / "t.csv"),
+                                   "--out", str(tmp_path / "out"), "--bf-interval", "soon"])
+    assert bad.exit_code == 2 and "bad duration 'soon'" in bad.output
+    binary = tmp_path / "b.csv"
+    binary.write_bytes(b"job_id,submit_time,duration\n\xff\xfe\n")
+    res = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--trace", str(binary), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "not UTF-8" in res.output
+
+
+def test_an_output_that_cannot_be_written_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(TRACE)
+    (tmp_path / "file").write_text("")
+    res = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--trace", str(tmp_path / "t.csv"),
+                                   "--out", str(tmp_path / "file" / "sub")])
+    assert res.exit_code == 2 and "cannot write" in res.output

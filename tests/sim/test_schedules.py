@@ -1,0 +1,170 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Table tests with hand-computed schedules on the tiny policy (2 nodes x 4 GPUs, tests/sim/data/tiny.yaml).
+
+Times are epoch seconds; ``time_limit`` is minutes (Slurm's grammar). Each expected schedule is
+worked out in the comment above it.
+"""
+
+from __future__ import annotations
+
+from tests.sim.helpers import run, schedule
+
+# a holds all 8 GPUs 0-100 (limit 10m); b (4 GPUs) starts at 100 on one node, its limit plans it until 700;
+# c (8 GPUs) is then blocked and its partition too, so d (4 GPUs) waits in the main scheduler.
+QUEUE = """job_id,user,gpu_num,node_num,submit_time,duration,time_limit
+a,u,8,2,0,100,10
+b,u,4,1,10,50,10
+c,u,8,2,20,30,10
+d,u,4,1,30,50,{d_limit}
+"""
+
+
+def test_fifo_main_scheduler_only() -> None:
+    # no backfill: b 100-150; c 150-180 (both nodes); d only after c: 180-230
+    got = schedule(run(QUEUE.format(d_limit=1), backfill=False))
+    assert got == {"a": (0, 100), "b": (100, 150), "c": (150, 180), "d": (180, 230)}
+
+
+def test_backfill_starts_a_job_that_ends_before_the_reservation() -> None:
+    # c's reservation: both nodes from b's planned end 100 + 600 = 700; d's limit (1m) ends at 160 < 700:
+    # d backfills at 100 on the other node, and ends at 150
+    got = schedule(run(QUEUE.format(d_limit=1)))
+    assert got == {"a": (0, 100), "b": (100, 150), "d": (100, 150), "c": (150, 180)}
+
+
+def test_backfill_plans_on_the_time_limit_not_the_true_duration() -> None:
+    # d truly runs 50 s, but its limit (15m) ends at 1000 > 700: it would delay c's reservation,
+    # so it does not backfill; c starts when b ends (150), d after c (180)
+    got = schedule(run(QUEUE.format(d_limit=15)))
+    assert got == {"a": (0, 100), "b": (100, 150), "c": (150, 180), "d": (180, 230)}
+
+
+def test_bf_window_bounds_the_reservations() -> None:
+    # with bf_window 5 min c's reservation (at 700) is beyond the window: not made, and d (15m) backfills
+    got = schedule(run(QUEUE.format(d_limit=15), bf_window_s=300))
+    assert got["d"] == (100, 150) and got["c"] == (150, 180)
+
+
+def test_gang_start_takes_every_node_at_once() -> None:
+    # p holds 1 GPU of n1 0-100 (limit 2m: planned until 120); q needs 2 nodes x 4 GPUs: it cannot start
+    # on n2 alone and waits for p, then starts on both nodes at 100. r (3 GPUs, limit 1m) fits beside p
+    # and ends before q's reservation (120): it backfills at 20.
+    text = """job_id,user,gpu_num,node_num,submit_time,duration,time_limit
+p,u,1,1,0,100,2
+q,u,8,2,10,10,10
+r,u,3,1,20,10,1
+"""
+    result = run(text)
+    assert schedule(result) == {"p": (0, 100), "q": (100, 110), "r": (20, 30)}
+    q = next(j for j in result.jobs if j.job_id == "q")
+    assert q.nodes == 2 and q.per_node == 4
+
+
+PREEMPT = """job_id,user,gpu_num,node_num,submit_time,duration,time_limit,partition
+s,u,8,2,0,1000,60,spot
+h,u,4,1,100,50,10,prio
+"""
+
+
+def test_preemption_requeues_after_the_grace_time() -> None:
+    # h (prio, tier 10) cannot fit: it preempts s (spot, tier 1, preemptible). s gets the spot grace time
+    # (60 s), ends at 160 and is requeued; h starts at 160, ends 210; s runs again from 210 with all its
+    # work (no checkpoints): 210 + 1000 = 1210
+    result = run(PREEMPT)
+    assert schedule(result) == {"s": (210, 1210), "h": (160, 210)}
+    s = result.jobs[0]
+    assert (s.preempted, s.requeues, s.first_start, s.state) == (1, 1, 0, "COMPLETED")
+    assert s.lost_gpu_s == 8 * 160
+
+
+def test_preemption_loses_only_the_work_since_the_last_checkpoint() -> None:
+    # checkpoints every 30 s: of the 160 s run, 150 s are kept; 850 s are left: 210 + 850 = 1060
+    result = run(PREEMPT, ckpt_interval_s=30)
+    assert schedule(result)["s"] == (210, 1060)
+    assert result.jobs[0].lost_gpu_s == 8 * 10
+
+
+def test_no_preemption_when_preemption_is_off() -> None:
+    # h waits for s to end (1000), then runs 1000-1050
+    assert schedule(run(PREEMPT, preempt_type="off")) == {"s": (0, 1000), "h": (1000, 1050)}
+
+
+def test_requeues_stop_at_max_requeues_then_the_job_is_cancelled() -> None:
+    # tiny's max_requeues is 2: the third preemption cancels s (state PREEMPTED)
+    text = PREEMPT + "h2,u,4,1,300,50,10,prio\nh3,u,4,1,1300,50,10,prio\n"
+    result = run(text)
+    s = result.jobs[0]
+    # s: 0-160 (preempted by h), 210-360 (by h2 at 300 + 60 grace), 410-...: h3 at 1300 preempts it for good
+    assert (s.preempted, s.requeues, s.state, s.end) == (3, 2, "PREEMPTED", 1360)
+
+
+def test_mig_slices_are_packed_on_one_gpu() -> None:
+    # three 1g slices (f=0.1) and one 3g slice (f=0.4) pack onto one GPU (1+1+1+3 <= 7), so a 4-GPU and
+    # a 3-GPU job still fit on the other 7 GPUs: everything starts at 0
+    text = """job_id,user,gpu_num,node_num,submit_time,duration,time_limit,gpu_fraction
+m1,u,1,1,0,100,10,0.1
+m2,u,1,1,0,100,10,0.1
+m3,u,1,1,0,100,10,0.1
+m4,u,1,1,0,100,10,0.4
+w4,u,4,1,0,100,10,
+w3,u,3,1,0,100,10,
+"""
+    result = run(text)
+    assert {j.job_id: j.start for j in result.jobs} == dict.fromkeys(("m1", "m2", "m3", "m4", "w4", "w3"), 0)
+    assert {j.job_id: j.slices for j in result.jobs if j.slices} == {"m1": 1, "m2": 1, "m3": 1, "m4": 3}
+    assert {j.partition for j in result.jobs if j.slices} == {"mig"}
+
+
+FAIR = """job_id,user,account,gpu_num,node_num,submit_time,duration,time_limit
+a1,u,A,8,2,0,100,10
+bA,u,A,8,2,50,10,10
+bB,v,B,8,2,60,10,10
+"""
+
+
+def test_without_fair_share_the_older_job_goes_first() -> None:
+    assert schedule(run(FAIR, calc_period_s=1)) == {"a1": (0, 100), "bA": (100, 110), "bB": (110, 120)}
+
+
+def test_fair_share_orders_after_usage() -> None:
+    # at 100 account A has used 800 GPU-s, B none: F(A) = 2^(-1/0.5) = 0.25, F(B) = 1; with weight 120000
+    # bB's 90000 more outweighs bA's 10 s more age (~1.2): bB runs first
+    got = schedule(run(FAIR, calc_period_s=1, weight_fairshare=120000))
+    assert got == {"a1": (0, 100), "bB": (100, 110), "bA": (110, 120)}
+
+
+def test_higher_tier_partition_goes_first() -> None:
+    # both wait for a; at 100 the prio job (tier 10) starts before the older batch job (tier 5)
+    text = """job_id,user,gpu_num,node_num,submit_time,duration,time_limit,partition
+a,u,8,2,0,100,10,
+b,u,8,2,10,10,10,
+c,u,8,2,20,10,10,prio
+"""
+    assert schedule(run(text)) == {"a": (0, 100), "b": (110, 120), "c": (100, 110)}
+
+
+def test_a_run_is_cut_at_its_time_limit() -> None:
+    text = "job_id,user,gpu_num,submit_time,duration,time_limit\nx,u,1,0,500,5\n"
+    result = run(text)
+    assert schedule(result) == {"x": (0, 300)} and result.jobs[0].state == "TIMEOUT"
+
+
+GANG_RESERVATION = """job_id,user,gpu_num,node_num,submit_time,duration,time_limit
+a,u,4,1,0,600,10
+b,u,4,1,0,1200,20
+c,u,8,2,10,60,10
+d,u,4,1,20,300,{d_limit}
+"""
+
+
+def test_a_gang_is_reserved_when_its_last_node_is_planned_free() -> None:
+    # a on n1 until 600 (planned 600), b on n2 until 1200 (planned 1200): c (2 nodes) is reserved on both
+    # from 1200. When a ends, d (limit 10m: 600-1200) fits on n1 before that reservation and backfills.
+    got = schedule(run(GANG_RESERVATION.format(d_limit=10)))
+    assert got == {"a": (0, 600), "b": (0, 1200), "c": (1200, 1260), "d": (600, 900)}
+
+
+def test_a_job_that_would_delay_a_gang_reservation_waits() -> None:
+    # d's limit 11m would end at 1260 > 1200: it waits for c, and starts when c ends
+    got = schedule(run(GANG_RESERVATION.format(d_limit=11)))
+    assert got == {"a": (0, 600), "b": (0, 1200), "c": (1200, 1260), "d": (1260, 1560)}
