@@ -60,9 +60,14 @@ def install_text(text: str, dst: str) -> bool:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())  # never an empty script after a crash: slurmctld would not start
         os.chmod(tmp, 0o644)
+        mtime = int(time.time())
+        for look in (os.lstat, os.stat):  # a link at dst: slurmctld loaded its target's mtime
+            with contextlib.suppress(OSError):
+                mtime = max(mtime, int(look(dst).st_mtime) + 1)
         with contextlib.suppress(OSError):
-            mtime = max(int(time.time()), int(os.lstat(dst).st_mtime) + 1)
             os.utime(tmp, (mtime, mtime))
         os.replace(tmp, dst)
     except BaseException:

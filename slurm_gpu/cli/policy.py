@@ -68,7 +68,7 @@ def compile_(file: str, output: str | None, install: bool) -> None:
     the same classes, limits, defaults and messages as gpusub, for plain sbatch, salloc, srun and
     scontrol update. Files are replaced atomically; slurmctld re-reads the script by itself."""
     from slurm_gpu.app.job_submit import SCRIPT_NAME, compile_file, install_text, slurm_conf_dir
-    from slurm_gpu.errors import PolicyError
+    from slurm_gpu.errors import SlurmGpuError
 
     if output and install:
         raise click.UsageError("give -o PATH or --install, not both")
@@ -76,8 +76,8 @@ def compile_(file: str, output: str | None, install: bool) -> None:
         raise click.UsageError(f"policy file {file!r} does not exist")
     try:
         text = compile_file(file)
-    except PolicyError as exc:
-        raise click.ClickException(str(exc).splitlines()[0]) from None
+    except (SlurmGpuError, OSError, ValueError) as exc:  # an invalid policy, a template that is missing
+        raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
     if not output and not install or output == "-":
         click.echo(text, nl=False)
         return
