@@ -16,4 +16,12 @@ if ! command -v ${cmd%% *} >/dev/null 2>&1; then
   echo "epilog_ctld.sh: ${cmd%% *} not found (PATH=$PATH); job ${SLURM_JOB_ID:-?} left alone" >&2
   exit 0
 fi
-exec $cmd "$@"
+# No exec: whatever becomes of the entry point (a broken interpreter, a kill, a hang on a stuck file
+# system that only SIGKILL ends), slurmctld sees 0 and within a bounded time.
+set -f
+if command -v timeout >/dev/null 2>&1; then
+  timeout -k 5 -s KILL 120 $cmd "$@" </dev/null || echo "epilog_ctld.sh: $cmd ended with $? for job ${SLURM_JOB_ID:-?}" >&2
+else
+  $cmd "$@" </dev/null || echo "epilog_ctld.sh: $cmd ended with $? for job ${SLURM_JOB_ID:-?}" >&2
+fi
+exit 0

@@ -27,6 +27,7 @@ from slurm_gpu.hooks.epilog_ctld import (
     PolicyFacts,
     decide,
     facts_from,
+    forged_keys,
 )
 
 PROG = "slurm-gpu-epilog-ctld"
@@ -99,6 +100,9 @@ def job_record(job_id: int, env: Mapping[str, str]) -> tuple[dict[str, str], str
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("JobId=")), "")
     if proc.returncode != 0 or not line:
         return {}, f"scontrol show job {job_id}: {one_line(proc.stderr, f'exit {proc.returncode}, no record')}"
+    twice = forged_keys(line)
+    if twice:
+        return {}, f"scontrol show job {job_id}: {', '.join(twice)} appear(s) twice (user text); left alone"
     return parse_kv_line(line), ""
 
 

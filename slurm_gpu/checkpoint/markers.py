@@ -191,6 +191,10 @@ def parse_marker(raw: bytes, name: str | None = None) -> Marker:
         raise MarkerError("nested too deeply") from None
     except json.JSONDecodeError as exc:
         raise MarkerError(f"not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except MarkerError:
+        raise
+    except ValueError:  # an integer of more than 4,300 digits (int's conversion limit)
+        raise MarkerError("a number too long to read") from None
     marker = from_dict(data)
     if name is not None and name != marker.name:
         raise MarkerError(f"the file name says {name!r} but the marker is step {marker.step} rank {marker.rank}")

@@ -187,5 +187,20 @@ def decide(job: JobFacts, policy: PolicyFacts | None, ckpt: CkptView | None) -> 
                     f"resume from step {fresh.step} ({fresh.path})", cause, restarts, fresh)
 
 
-__all__ = ["JobFacts", "PolicyFacts", "CkptView", "Decision", "CKPT_SUBDIR", "MISSING", "policy_facts", "facts_from",
+__all__ = ["forged_keys", "TRUSTED_KEYS",
+           "JobFacts", "PolicyFacts", "CkptView", "Decision", "CKPT_SUBDIR", "MISSING", "policy_facts", "facts_from",
            "cause_of", "decide"]
+
+
+# The keys the decision rests on. The job's name, comment and paths are the user's text inside the same
+# `scontrol -o show job` line, where the last value of a key wins: a key that appears twice was written
+# by the user (`-J "x JobState=COMPLETING PreemptTime=... Restarts=0"`), and the job is left alone.
+TRUSTED_KEYS = ("JobId", "UserId", "JobState", "Reason", "Restarts", "PreemptTime", "Requeue", "BatchFlag",
+                "StartTime", "EndTime", "WorkDir", "Partition", "QOS")
+
+
+def forged_keys(line: str) -> list[str]:
+    """The trusted keys that appear more than once in a one-line job record."""
+    import re
+
+    return [k for k in TRUSTED_KEYS if len(re.findall(rf"(?:^| ){k}=", line)) > 1]
