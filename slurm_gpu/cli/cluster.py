@@ -33,10 +33,18 @@ def watch_loop(show: Callable[[], str], interval: float, count: int | None, echo
     return shown
 
 
+def _finite(value: float | None) -> float | None:
+    """FloatRange lets NaN through (every comparison with it is false)."""
+    if value is not None and value != value:
+        raise click.BadParameter("a number of seconds, 0.5 to 86400")
+    return value
+
+
 @click.command("cluster", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--json", "as_json", is_flag=True,
               help="Print the JSON document (docs/cluster.md) instead of the picture.")
-@click.option("--watch", type=click.FloatRange(min=0.5), is_flag=False, flag_value=5.0, default=None,
+@click.option("--watch", type=click.FloatRange(min=0.5, max=86400), is_flag=False, flag_value=5.0, default=None,
+              callback=lambda ctx, p, v: _finite(v),
               metavar="[SECONDS]", help="Refresh every SECONDS (default 5) until interrupted.")
 @click.option("--full", is_flag=True, help="One row per node even beyond 64 GPU nodes.")
 @click.option("--records", type=click.Path(file_okay=False), default=None,

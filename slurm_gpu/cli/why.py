@@ -100,7 +100,7 @@ def why(job_id: str, as_json: bool, policy_opt: str | None, estimate: bool) -> N
     where it could run, Slurm's start estimate, and GPU requests (gpusub options) that would start now."""
     from slurm_gpu.cluster.why_text import lines, to_json
 
-    if not _JOB_ID.match(job_id):
+    if not _JOB_ID.fullmatch(job_id):  # match() would let a trailing newline through
         raise click.UsageError(f"JOBID {job_id[:40]!r}: give a job id such as 1234 or an array task 1234_5")
     try:
         answer = gather_and_explain(job_id, policy_opt)

@@ -395,4 +395,7 @@ def format_time(t: int, time_format: str) -> str:
     """A simulated time written as the trace wrote its times (epoch seconds, or a UTC datetime)."""
     if time_format == "epoch":
         return str(t)
-    return datetime.fromtimestamp(t, UTC).strftime(time_format)
+    try:
+        return datetime.fromtimestamp(t, UTC).strftime(time_format)
+    except (ValueError, OverflowError, OSError):  # beyond what a datetime holds (year 1..9999)
+        return str(t)
