@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -70,8 +71,9 @@ def test_checkpoint_flag_sets_signal_requeue_and_append(tmp_path):
     assert "export GPUSUB_CKPT_SIGNAL=USR2 GPUSUB_CKPT_KEEP=3" in rendered.text
     assert "gpusub_ckpt_python='/opt/slurm gpu/bin/python'" in rendered.text
     assert "gpusub_ckpt_library='/opt/it'\"'\"'s/lib'" in rendered.text
-    assert 'setsid "$gpusub_payload" "$@" <&0 &' in rendered.text
-    assert "exec " not in rendered.text.split("chmod 700")[1]  # the script stays the payload's parent
+    assert '(trap - INT QUIT; exec setsid "$gpusub_payload" "$@") <&0 &' in rendered.text
+    # the script stays the payload's parent: no exec of its own (the payload's subshell execs)
+    assert not re.search(r"(?m)^\s*exec ", rendered.text.split("chmod 700")[1])
 
 
 def test_a_checkpoint_required_class_turns_it_on_and_one_signal_wins(tmp_path):

@@ -128,6 +128,10 @@ gpusub_ckpt_decide() {
     gpusub_ckpt_say "not requeued: scontrol requeue $SLURM_JOB_ID failed (exit $?)"
   fi
 }
+# The traps before anything slow (a directory on NFS, Python's start): Slurm may send the stop signal
+# within a second of the start, and its default action would end this shell.
+trap gpusub_ckpt_on_stop USR2
+trap gpusub_ckpt_on_term TERM
 unset GPUSUB_CKPT_DIR GPUSUB_RESUME_FROM GPUSUB_RESTART_COUNT
 export GPUSUB_CKPT_SIGNAL=USR2 GPUSUB_CKPT_KEEP=3
 # This job's directory, under its work directory: made by the job itself, as its user (never by root);
@@ -163,8 +167,6 @@ if [ -n "${GPUSUB_CKPT_DIR:-}" ]; then
     gpusub_ckpt_say "run $((GPUSUB_RESTART_COUNT + 1)): resuming from step $gpusub_ckpt_step ($gpusub_ckpt_path)"
   fi
 fi
-trap gpusub_ckpt_on_stop USR2
-trap gpusub_ckpt_on_term TERM
 # slurm-gpu:hook end
 
 # Binding for the srun steps the script starts: srun reads these input variables (an option on the
@@ -183,10 +185,10 @@ printf -v gpusub_ckpt_started '%(%s)T' -1
 # Run it once, as sbatch would, in a process group of its own (the stop signal goes to all of it), and
 # stay its parent: the checkpoint protocol's handlers (above) run here; the job's exit code is the script's.
 if command -v setsid >/dev/null 2>&1; then
-  setsid "$gpusub_payload" "$@" <&0 &
+  (trap - INT QUIT; exec setsid "$gpusub_payload" "$@") <&0 &
   gpusub_child=$! gpusub_ckpt_group=$!
 else
-  "$gpusub_payload" "$@" <&0 &
+  (trap - INT QUIT; exec "$gpusub_payload" "$@") <&0 &
   gpusub_child=$!
 fi
 gpusub_rc=0 gpusub_ckpt_killed=0

@@ -26,7 +26,9 @@ chmod 700 "$gpusub_payload"
 # Run it once, as sbatch would, and stay its parent: signals Slurm sends to the batch shell alone
 # (--signal=B:...) are passed on to it; the job's exit code is the script's.
 trap ':' TERM
-"$gpusub_payload" "$@" <&0 &
+# A command started with & in a shell without job control ignores SIGINT and SIGQUIT; under sbatch the
+# script has them at their defaults (scancel --signal=INT, Python's KeyboardInterrupt): restore them.
+(trap - INT QUIT; exec "$gpusub_payload" "$@") <&0 &
 gpusub_child=$!
 while :; do
   wait "$gpusub_child"; gpusub_rc=$?

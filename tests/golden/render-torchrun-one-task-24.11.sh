@@ -35,7 +35,9 @@ chmod 700 "$gpusub_payload"
 # (--signal=B:...) are passed on to it; the job's exit code is the script's.
 trap 'kill -USR1 "$gpusub_child" 2>/dev/null' USR1
 trap ':' TERM
-"$gpusub_payload" "$@" <&0 &
+# A command started with & in a shell without job control ignores SIGINT and SIGQUIT; under sbatch the
+# script has them at their defaults (scancel --signal=INT, Python's KeyboardInterrupt): restore them.
+(trap - INT QUIT; exec "$gpusub_payload" "$@") <&0 &
 gpusub_child=$!
 while :; do
   wait "$gpusub_child"; gpusub_rc=$?

@@ -84,7 +84,7 @@ def test_batch_launch_exports_srun_binding_per_spelling():
         assert '[ -n "${SLURM_CPU_BIND+set}" ] || export SLURM_CPU_BIND=cores\n' in text
         assert '[ -n "${SLURM_GRES_FLAGS+set}" ] || export SLURM_GRES_FLAGS=allow-task-sharing\n' in text
         assert "# srun option with no input variable (add it to your srun lines): --unknown-flag\n" in text
-        assert '"$gpusub_payload" "$@" <&0 &\n' in text and text.endswith('exit "$gpusub_rc"\n')
+        assert '(trap - INT QUIT; exec "$gpusub_payload" "$@") <&0 &\n' in text and text.endswith('exit "$gpusub_rc"\n')
 
 
 def test_srun_launch_with_and_without_shim():
@@ -177,3 +177,26 @@ def test_wrap_is_not_passed_to_sbatch():
     r = render_script(sub_of(["--wrap=hostname -s"]), None, None, S2205, PL)
     assert r.sbatch_argv == () and "wrap" not in "".join(sbatch_lines(r.text)).replace("job-name=wrap", "")
     assert "#SBATCH --job-name=wrap" in r.text
+
+
+def test_the_payload_runs_with_the_signal_dispositions_plain_bash_gives_it(tmp_path):
+    """A command started with & in a shell without job control ignores SIGINT and SIGQUIT; under sbatch
+    the script is the batch shell itself. The rendered script restores them: the payload's ignored
+    signals are those of the same script run by bash directly."""
+    import subprocess
+
+    from slurm_gpu.app.gpusub import prepare, render_prepared
+    from tests.render.test_golden import POLICY, NoSlurm
+
+    payload = tmp_path / "p.sh"
+    payload.write_text("#!/bin/bash\nsed -n 's/^SigIgn:\\t//p' /proc/$$/status\n")
+    payload.chmod(0o755)
+    env = {"GPUSUB_SLURM_VERSION": "22.05.8", "GPUSUB_POLICY": POLICY, "HOME": str(tmp_path),
+           "XDG_CACHE_HOME": str(tmp_path)}
+    prep = prepare(["--gpus=h100:1", "-t", "10", str(payload)], env, NoSlurm())
+    script = tmp_path / "job.sh"
+    script.write_text(render_prepared(prep).text)
+    direct = subprocess.run(["bash", str(payload)], capture_output=True, text=True, timeout=20).stdout
+    rendered = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=20,
+                              cwd=tmp_path, env={"PATH": "/usr/bin:/bin", "TMPDIR": str(tmp_path)}).stdout
+    assert rendered == direct and rendered.strip()
