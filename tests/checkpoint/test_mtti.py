@@ -61,22 +61,28 @@ def test_partition_mtti_counts_a_requeued_run(slurm_lab, monkeypatch: pytest.Mon
     try:
         slurm_lab.wait(job, {"RUNNING"}, timeout_s=60)
         time.sleep(2)  # an elapsed time of a few seconds
-        assert slurm_lab.run(["scontrol", "requeue", str(job)], timeout_s=20).returncode == 0
+        # requeuehold: the job stays pending (held) while accounting is read, so neither a second run nor the
+        # cancel below can race the reads (a cancel may be recorded over the pending run's record)
+        assert slurm_lab.run(["scontrol", "requeuehold", str(job)], timeout_s=20).returncode == 0
+        deadline = time.monotonic() + 30
+        while True:
+            text = run_slurm(["sacct", "-X", "-D", "-P", "-n", "-j", str(job), "-o", "JobIDRaw,State,Elapsed"],
+                             timeout_s=30, check=True).stdout
+            est = estimate(text)
+            if est.interruptions or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        # the requeued run (and, once slurmdbd has it, the held pending one with 0 s)
+        assert est.by_state == (("REQUEUED", 1),) and est.runs in (1, 2) and est.exposure_s >= 1, text
+        # the whole partition (other engineers' jobs too): at least ours is counted, and advise works from it
+        while True:
+            r = CliRunner().invoke(cli, ["ckpt", "advise", "--cost", "1", "--partition", "batch", "--since",
+                                         "now-1hour", "--json"])
+            if r.exit_code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        assert r.exit_code == 0, r.output
     finally:
         slurm_lab.cancel(job)
-    deadline = time.monotonic() + 30
-    while True:
-        text = run_slurm(["sacct", "-X", "-D", "-P", "-n", "-j", str(job), "-o", "JobIDRaw,State,Elapsed"],
-                         timeout_s=30, check=True).stdout
-        est = estimate(text)
-        if est.interruptions or time.monotonic() > deadline:
-            break
-        time.sleep(1)
-    # the requeued run (and, once slurmdbd has it, the cancelled pending one with 0 s)
-    assert est.by_state == (("REQUEUED", 1),) and est.runs in (1, 2) and est.exposure_s >= 1, text
-    # the whole partition (other engineers' jobs too): at least ours is counted, and advise works from it
-    r = CliRunner().invoke(cli, ["ckpt", "advise", "--cost", "1", "--partition", "batch", "--since", "now-1hour",
-                                 "--json"])
-    assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     assert data["mtti_s"] > 0 and data["daly_s"] < data["young_s"]
