@@ -9,6 +9,7 @@ paths that need them, so a plain submission starts fast.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
@@ -367,10 +368,50 @@ def checkpoint_settings(prep: Prepared):
                         library=library)
 
 
-def checkpoint_warnings(prep: Prepared, settings: Any) -> list[str]:
+def checkpoint_warnings(prep: Prepared, settings: Any, cwd: str | None = None) -> list[str]:
+    """The protocol's warnings; ``cwd``: where gpusub runs (the job's work directory unless -D names
+    another), whose earlier jobs' markers tell how long a checkpoint takes."""
     from slurm_gpu.render.checkpoint import user_lead, warnings_for
 
-    return warnings_for(settings, user_lead(prep.submission.options) or settings.lead_s) if settings else []
+    if not settings:
+        return []
+    workdir = next((v for k, v in reversed(prep.submission.options) if k == "chdir" and v), None)
+    recorded = None
+    if cwd is not None:
+        recorded = recorded_checkpoint_cost(os.path.join(cwd, workdir) if workdir else cwd)
+    return warnings_for(settings, user_lead(prep.submission.options) or settings.lead_s, recorded)
+
+
+MAX_CKPT_JOBS_SCANNED = 4096  # entries of .gpusub-ckpt looked at
+CKPT_JOBS_READ = 3  # the newest job directories whose markers are read
+
+
+def recorded_checkpoint_cost(workdir: str) -> tuple[float, str] | None:
+    """The longest checkpoint (markers' cost_s) of the newest earlier job in ``workdir/.gpusub-ckpt``
+    that recorded one, with its job id; None when there is none. Only the user's own directories and
+    files, no symlink followed (adapters/markers.py), a bounded scan; never raises."""
+    from slurm_gpu.adapters import markers as store
+
+    base = os.path.join(workdir, ".gpusub-ckpt")
+    try:
+        if not stat.S_ISDIR(os.lstat(base).st_mode):
+            return None
+        ids: list[int] = []
+        with os.scandir(base) as it:
+            for n, entry in enumerate(it):
+                if n >= MAX_CKPT_JOBS_SCANNED:
+                    break
+                if entry.name.isdigit() and len(entry.name) <= 12 and entry.is_dir(follow_symlinks=False):
+                    ids.append(int(entry.name))
+        for job in sorted(ids, reverse=True)[:CKPT_JOBS_READ]:
+            listing = store.read_markers(os.path.join(base, str(job)), expected_uid=os.getuid(),
+                                         warn=lambda _text: None)
+            costs = [m.cost_s for m in listing.markers if m.cost_s is not None]
+            if costs:
+                return max(costs), str(job)
+    except (OSError, ValueError):
+        return None
+    return None
 
 
 def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None, checkpoint: Any = None):
@@ -529,7 +570,7 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
         fix = f" ({prep.decision.fix})" if getattr(prep.decision, "fix", None) else ""
         raise Rejected(f"rejected by policy: {prep.decision.message}{fix}")
     ckpt = checkpoint_settings(prep)
-    for warning in all_warnings(prep) + checkpoint_warnings(prep, ckpt):
+    for warning in all_warnings(prep) + checkpoint_warnings(prep, ckpt, os.getcwd()):
         err.write(f"gpusub: warning: {warning}\n")
 
     rendered = render_prepared(prep, env, ckpt)

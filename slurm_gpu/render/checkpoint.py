@@ -103,9 +103,15 @@ def protocol_options(settings: CheckpointSettings, user_options: Iterable[tuple[
             "--open-mode=append"]
 
 
-def warnings_for(settings: CheckpointSettings, lead_s: int) -> list[str]:
-    """Settings that cannot work as the user expects."""
+def warnings_for(settings: CheckpointSettings, lead_s: int,
+                 recorded: tuple[float, str] | None = None) -> list[str]:
+    """Settings that cannot work as the user expects. ``recorded``: the longest checkpoint an earlier job
+    in the same work directory marked (seconds, its job id), when known."""
     out = []
+    if recorded is not None and settings.grace_s < recorded[0]:
+        out.append(f"checkpoint: the grace time ({settings.grace_s}s) is shorter than the checkpoint job "
+                   f"{recorded[1]} recorded ({recorded[0]:.0f}s, in its markers): the payload may be killed "
+                   "before it has saved; raise --ckpt-grace")
     if settings.grace_s >= lead_s:
         out.append(f"checkpoint: the grace time ({settings.grace_s}s) is not shorter than the signal's lead "
                    f"time ({lead_s}s): the time limit can end the job before the payload has saved")

@@ -87,3 +87,11 @@ def test_follow_reports_the_last_real_error(slurm_lab, tmp_path):
 def test_follow_of_a_job_slurm_does_not_know(slurm_lab):
     with pytest.raises(SubmitError, match="Slurm no longer knows it"):
         follow_job(_client(slurm_lab), 99999999, io.StringIO(), interval_s=0, max_misses=1)
+
+
+def test_output_that_is_no_utf8_is_read_not_raised() -> None:
+    """A job's name or comment is any user's bytes: scontrol prints them as they are."""
+    from slurm_gpu.adapters.slurm.runner import run_slurm
+
+    proc = run_slurm(["printf", "JobName=a\\377b Comment=\\300"], env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"})
+    assert proc.stdout == "JobName=a\ufffdb Comment=\ufffd"

@@ -6,7 +6,7 @@
   exact counter of an uninterrupted run;
 - with max_requeues = 2 (a copy of the lab policy), stops after 2 requeues and says why;
 - a payload that never marks is not requeued at its time limit, and says why;
-- in the preemptible spot partition, preempted by a batch-partition job, it saves on the signal,
+- in the preemptible spot partition, preempted 5 times by batch-partition jobs (R4), it saves on each signal,
   requeues itself and finishes with the exact counter.
 
 The time-limit jobs run side by side (-t 1 and --signal=B:USR2@50: Slurm sends the signal at its first
@@ -207,33 +207,53 @@ def test_the_stop_reaches_every_task_of_a_running_step(slurm_lab, time_limit_job
     assert "gpusub-ckpt: not requeued at the time limit: no checkpoint was marked" in log
 
 
-def test_preempted_spot_job_saves_requeues_and_finishes_exactly(slurm_lab) -> None:
-    """Class spot (checkpoint_required) on a100n1's four GPUs; a batch-partition job that needs them
-    preempts it (partition_prio). The lab's spot GraceTime is 120 s, and preempt_send_user_signal sends the
-    batch shell --signal's USR2 at once: the payload saves, and the script requeues the job."""
-    work = slurm_lab.workdir("ckpt-preempt")
-    path = _write(work, "payload", TRAIN.format(python=sys.executable, root=ROOT, dt=DT))
-    job = _gpusub(slurm_lab, work, slurm_lab.policy_path,
-                  ["--class", "spot", "--gres=gpu:a100:4", "-w", "a100n1", "-t", "10", "-o", "out.txt", path,
-                   "150", "10"])
-    preemptor = None
-    try:
-        slurm_lab.wait(job, {"RUNNING"}, timeout_s=120)
-        import time
+PREEMPTIONS = 5
 
-        deadline = time.monotonic() + 60
-        while "at 10\n" not in _log(work) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        preemptor = slurm_lab.sbatch(["-p", "batch", "--qos=normal", "--gres=gpu:a100:4", "-w", "a100n1", "-t", "1",
-                                      "-o", os.path.join(work, "preemptor.txt"), "--wrap", "sleep 2"], cwd=work)
+
+def _current_run(log: str) -> str:
+    return re.split(r"(?m)^start restart=", log)[-1] if "start restart=" in log else ""
+
+
+def test_r4_five_preemptions_resume_exactly(slurm_lab) -> None:
+    """R4: class spot (checkpoint_required) on a100n1's four GPUs, preempted 5 times by batch-partition
+    jobs that need them (partition_prio). The lab's spot GraceTime is 120 s; preempt_send_user_signal sends
+    the batch shell --signal's USR2 at once: the payload saves, and the script requeues the job. It ends
+    with exactly the counter of an uninterrupted run, GPUSUB_RESTART_COUNT reaches 5, and the work redone
+    after each preemption, read from the payload's own log, is at most one checkpoint interval."""
+    import time
+
+    every = 10
+    work = slurm_lab.workdir("ckpt-preempt")
+    policy = _policy_copy(slurm_lab, 8)  # the lab policy's max_requeues (3) would stop it at 3
+    path = _write(work, "payload", TRAIN.format(python=sys.executable, root=ROOT, dt=0.1))
+    job = _gpusub(slurm_lab, work, policy,
+                  ["--class", "spot", "--gres=gpu:a100:4", "-w", "a100n1", "-t", "10", "-o", "out.txt", path,
+                   "600", str(every)])
+    preemptors: list[int] = []
+    try:
+        for k in range(PREEMPTIONS):
+            slurm_lab.wait(job, {"RUNNING"}, timeout_s=180)
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline:  # this run is up and has done a checkpoint interval's work
+                run = _current_run(_log(work))
+                m = re.match(r"(\d+) counter=(\d+)", run)
+                reached = [int(x) for x in re.findall(r"(?m)^at (\d+)$", run)]
+                if m and int(m.group(1)) >= k and reached and max(reached) >= int(m.group(2)) + every:
+                    break
+                time.sleep(0.3)
+            else:
+                raise AssertionError(f"run {k} made no progress:\n{_log(work)}")
+            preemptors.append(slurm_lab.sbatch(
+                ["-p", "batch", "--qos=normal", "--gres=gpu:a100:4", "-w", "a100n1", "-t", "1",
+                 "-o", os.path.join(work, f"preemptor-{k}.txt"), "--wrap", "sleep 1"], cwd=work))
+            assert slurm_lab.wait(preemptors[-1], timeout_s=240) == "COMPLETED", _log(work)
         state = slurm_lab.wait(job, timeout_s=300)
         log = _log(work)
         assert state == "COMPLETED", log
-        assert re.search(r"(?m)^done counter=150$", log), log
-        assert "(reason: preemption) passed on to the payload" in log, log
-        assert "requeueing after the preemption stop" in log, log
-        runs = _runs(log)  # other users' jobs in the shared lab may preempt it too: one run per preemption
-        assert len(runs) >= 2 and [r for r, _ in runs] == list(range(len(runs))), log
+        assert re.search(r"(?m)^done counter=600$", log), log  # the counter of an uninterrupted run
+        assert log.count("(reason: preemption) passed on to the payload") >= PREEMPTIONS, log
+        runs = _runs(log)
+        assert [r for r, _ in runs] == list(range(len(runs))) and runs[-1][0] >= PREEMPTIONS, log
         # 22.05 leaves a job that ends during the grace time COMPLETED: every rerun is our own requeue.
         # 24.11 requeues such a job itself (slurm-lab.md), so a run may start that only resumes from the
         # last step and ends at once: the counter stays exact, no work is redone.
@@ -241,8 +261,12 @@ def test_preempted_spot_job_saves_requeues_and_finishes_exactly(slurm_lab) -> No
         if slurm_lab.version < (24, 11, 0):  # measured: 22.05.8 and 24.11.5
             assert requeues == len(runs) - 1, log
         else:
-            assert 1 <= requeues <= len(runs) - 1, log
-        _check_resumes(log)
-        assert slurm_lab.wait(preemptor, timeout_s=60) == "COMPLETED"
+            assert PREEMPTIONS <= requeues <= len(runs) - 1, log
+        chunks = re.split(r"(?m)^start restart=", log)[1:]
+        for k in range(1, len(runs)):  # redone work: the previous run's furthest step minus this resume point
+            reached = [int(s) for s in re.findall(r"(?m)^at (\d+)$", chunks[k - 1])] or [runs[k - 1][1]]
+            assert 0 <= max(reached) - runs[k][1] <= every, f"run {k} redid {max(reached) - runs[k][1]} steps:\n{log}"
+        _check_resumes(log)  # with a save on the signal: none redone, none skipped
     finally:
-        slurm_lab.cancel(job, *([preemptor] if preemptor else []))
+        slurm_lab.cancel(job, *preemptors)
+        os.unlink(policy)

@@ -229,3 +229,32 @@ def test_local_stop_before_the_payload_is_ready_is_passed_on_later(tmp_path):
     rc, out, err = _run_local(tmp_path, payload, grace=10, send_after=0.3)
     assert rc == 0, err
     assert out.splitlines() == ["ready", "handler got USR2"]
+
+
+def test_warns_when_the_grace_time_is_shorter_than_a_recorded_checkpoint(tmp_path):
+    """Markers of an earlier job in the work directory recorded a 90 s checkpoint: a 30 s grace warns,
+    a 120 s one does not; -D names the work directory; a symlinked .gpusub-ckpt is not followed."""
+    from slurm_gpu.adapters import markers as store
+    from slurm_gpu.app.gpusub import recorded_checkpoint_cost
+    from slurm_gpu.checkpoint.markers import Marker
+
+    work = tmp_path / "run"
+    for job, cost in (("41", 300.0), ("117", 90.0), ("117", 12.5)):  # the newest job (117) counts, its longest
+        d = str(work / ".gpusub-ckpt" / job)
+        store.write_marker(d, Marker(step=int(cost), path=f"/ck/{cost}", job_id=job, cost_s=cost))
+    store.write_marker(str(work / ".gpusub-ckpt" / "200"), Marker(step=1, path="/ck/none", job_id="200"))  # no cost
+    assert recorded_checkpoint_cost(str(work)) == (90.0, "117")
+    argv = ["--checkpoint", "--ckpt-grace", "30s", "--signal=B:USR2@300", "-G", "h100:1", "-t", "10"]
+    prep, settings, _ = _render(argv, tmp_path)
+    found = checkpoint_warnings(prep, settings, str(work))
+    assert found == ["checkpoint: the grace time (30s) is shorter than the checkpoint job 117 recorded (90s, in "
+                     "its markers): the payload may be killed before it has saved; raise --ckpt-grace"]
+    prep, settings, _ = _render(["-D", "run", *argv], tmp_path)  # relative to where gpusub runs
+    assert checkpoint_warnings(prep, settings, str(tmp_path)) == found
+    prep, settings, _ = _render([*argv[:2], "120s", *argv[3:]], tmp_path)
+    assert checkpoint_warnings(prep, settings, str(work)) == []
+    assert checkpoint_warnings(prep, settings, str(tmp_path / "nowhere")) == []
+    link = tmp_path / "linked"
+    link.mkdir()
+    os.symlink(work / ".gpusub-ckpt", link / ".gpusub-ckpt")
+    assert recorded_checkpoint_cost(str(link)) is None

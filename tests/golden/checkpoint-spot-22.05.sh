@@ -79,11 +79,25 @@ gpusub_ckpt_forward() {
   printf -v now '%(%s)T' -1
   [ -n "$gpusub_ckpt_pending" ] && [ -n "${gpusub_child:-}" ] && [ $((now - gpusub_ckpt_started)) -ge 2 ] || return 0
   gpusub_ckpt_pending='' gpusub_ckpt_sent=$now
-  if [ -n "$gpusub_ckpt_group" ]; then
+  if [ -n "$gpusub_ckpt_group" ] && [ -r /proc/self/stat ]; then
+    gpusub_ckpt_signal_group
+  elif [ -n "$gpusub_ckpt_group" ]; then
     kill -s "$gpusub_ckpt_signal" -- "-$gpusub_ckpt_group" 2>/dev/null
   elif [ -n "${gpusub_child:-}" ]; then
     kill -s "$gpusub_ckpt_signal" "$gpusub_child" 2>/dev/null
   fi
+}
+# Every process of the payload's group but srun: the tasks of a job step get the signal from scancel,
+# once, and srun would pass it on a second time or, for HUP or a second INT, end its step.
+gpusub_ckpt_signal_group() {
+  local f line comm pids=()
+  for f in /proc/[0-9]*/stat; do
+    read -r line < "$f" 2>/dev/null || continue
+    comm=${line#*(} comm=${comm%)*}
+    set -- ${line##*) }  # state ppid pgrp ...
+    [ "${3:-}" = "$gpusub_ckpt_group" ] && [ "$comm" != srun ] && pids+=("${f:6:-5}")
+  done
+  [ -z "${pids[*]}" ] || kill -s "$gpusub_ckpt_signal" "${pids[@]}" 2>/dev/null
 }
 # SIGTERM: Slurm is ending the job (cancelled, killed at the time limit or at a preemption's grace end);
 # every process of the job gets it from Slurm too. Pass the stop signal on and requeue nothing.
@@ -192,7 +206,10 @@ else
   gpusub_child=$!
 fi
 gpusub_rc=0 gpusub_ckpt_killed=0
-while kill -0 "$gpusub_child" 2>/dev/null; do
+# After a stop, the rest of the payload's process group too: a launcher that the signal ends (torchrun
+# forwards only TERM, INT, HUP and QUIT) leaves workers that are still saving.
+while kill -0 "$gpusub_child" 2>/dev/null \
+    || { [ -n "$gpusub_ckpt_stop" ] && [ -n "$gpusub_ckpt_group" ] && kill -0 -- "-$gpusub_ckpt_group" 2>/dev/null; }; do
   if [ -z "$gpusub_ckpt_stop" ]; then
     wait "$gpusub_child"; gpusub_rc=$?
     continue

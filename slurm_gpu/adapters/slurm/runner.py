@@ -34,8 +34,9 @@ def run_slurm(argv: Sequence[str], *, env: Mapping[str, str] | None = None, time
         passed = [f"{k}={v}" for k, v in (user_env or {}).items()]
         full = ["runuser", "-u", user, "--", "env", *passed, *argv]
     try:
-        proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout_s, env=env, cwd=cwd,
-                              stdin=subprocess.DEVNULL, check=False)
+        # bytes that are no UTF-8 (a job name, a comment: any user's text) must not end the caller
+        proc = subprocess.run(full, capture_output=True, encoding="utf-8", errors="replace", timeout=timeout_s,
+                              env=env, cwd=cwd, stdin=subprocess.DEVNULL, check=False)
     except FileNotFoundError:
         raise SubmitError(f"{argv[0]}: command not found; install the Slurm client (Debian: slurm-client) "
                           "or put it on PATH") from None
