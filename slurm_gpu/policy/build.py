@@ -24,6 +24,7 @@ from slurm_gpu.policy.model import (
 )
 from slurm_gpu.policy.reader import absolute_path, real_path
 from slurm_gpu.policy.validate import Context, Entry, did_you_mean
+from slurm_gpu.units import parse_mig_profile
 
 
 def _ref(ctx: Context, e: Entry, key: str, value: str | None, names: list[str], what: str,
@@ -52,6 +53,34 @@ def _unique(ctx: Context, section: str) -> list[Entry]:
     return out
 
 
+def _check_mig_mode(ctx: Context, e: Entry, gt: Entry | None) -> None:
+    """A node type's mig_mode/mig_layout: MIG only on a MIG-capable GPU type, layouts from its profiles
+    within the 7 compute slices of a GPU, and a static mode declares its layout."""
+    mode, layout = e.values.get("mig_mode", "none"), e.values.get("mig_layout", ())
+    if mode == "none":
+        if layout:
+            ctx.problems.append(f"{e.where('mig_layout')}: {e.path}.mig_layout: found a layout with mig_mode none, "
+                                "allowed mig_layout only with mig_mode static or dynamic")
+        return
+    if gt is None or not gt.values["mig_capable"]:
+        ctx.problems.append(f"{e.where('mig_mode')}: {e.path}.mig_mode: found {mode!r} on a node type whose GPU "
+                            "type is not mig_capable, allowed none")
+        return
+    if mode == "static" and not layout:
+        ctx.problems.append(f"{e.where('mig_mode')}: {e.path}.mig_mode: found static without a mig_layout, "
+                            "allowed static with the declared mig_layout")
+    offered = gt.values["mig_profiles"]
+    for p in layout:
+        if p not in offered:
+            ctx.problems.append(f"{e.where('mig_layout')}: {e.path}.mig_layout: found {p!r}, allowed a profile of "
+                                f"GPU type {gt.values['name']} ({', '.join(offered) or 'none'})")
+            return
+    slices = sum(parse_mig_profile(p).slices for p in layout)
+    if slices > 7:
+        ctx.problems.append(f"{e.where('mig_layout')}: {e.path}.mig_layout: found {slices} compute slices, "
+                            "allowed at most 7 per GPU")
+
+
 def check_and_build(ctx: Context, source: str) -> Policy | None:
     gts = _unique(ctx, "gpu_types")
     nts = _unique(ctx, "node_types")
@@ -72,6 +101,7 @@ def check_and_build(ctx: Context, source: str) -> Policy | None:
     for e in nts:
         v = e.values
         _ref(ctx, e, "gpu_type", v["gpu_type"], gt_names, "GPU type")
+        _check_mig_mode(ctx, e, next((g for g in gts if g.values["name"] == v["gpu_type"]), None))
         if v["gpu_type"] and not v["gpus"]:
             ctx.problems.append(f"{e.where('gpus')}: {e.path}.gpus: found {v['gpus']!r} with gpu_type "
                                 f"{v['gpu_type']!r}, allowed an integer >= 1")

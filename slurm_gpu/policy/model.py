@@ -50,6 +50,7 @@ PreemptMode = Literal["requeue", "cancel"]
 UntypedGpus = Literal["resolve", "reject"]
 OnInternalError = Literal["accept", "reject"]
 FractionMode = Literal["mig", "mps", "mig-then-mps", "reject"]
+MigMode = Literal["none", "static", "dynamic"]
 NAMES = ListOf(Name(), "names")
 
 
@@ -82,6 +83,14 @@ class NodeType(Record):
     gpu_type: str | None = field(default=None, metadata=yaml("gpu_type", Name(), "GPU type of the node's GPUs"))
     gpus: int = field(default=0, metadata=yaml("gpus", Int(0), "GPUs per node"))
     features: tuple[str, ...] = field(default=(), metadata=_names("features", "Slurm node features"))
+    mig_mode: MigMode = field(default="none", metadata=yaml(
+        "mig_mode", Enum(get_args(MigMode)),
+        "none: the hooks leave MIG alone; static: mig_layout is declared and restored after each job; "
+        "dynamic: a job holding whole GPUs asks for a layout (gpusub --mig), mig_layout is restored after it"))
+    mig_layout: tuple[str, ...] = field(default=(), metadata=yaml(
+        "mig_layout", ListOf(MigProfile(), "MIG profiles like 1g.10gb"),
+        "per GPU, one entry per MIG instance ([3g.40gb, 3g.40gb]); static: the declared layout; "
+        "dynamic: the default between jobs (empty: MIG off)"))
     hostlist: str = ""  # the hostlist as written ("h100n[1-2]"), from ``nodes``
 
 
