@@ -3,12 +3,14 @@
 unavailable and stranded GPUs per type and partition, the largest job that can start, fragmentation,
 and a picture of every node's GPUs (docs/cluster.md).
 
-Exit codes: 0 shown, 1 Slurm failed or could not be reached, 2 usage (a bad option, an unreadable --records).
+Exit codes: 0 shown, 1 Slurm failed or could not be reached, 2 usage (a bad option, an unreadable --records
+directory: missing nodes.txt, a FIFO, a file over 256 MiB, a nodes.txt with no node record).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -55,7 +57,7 @@ def _finite(value: float | None) -> float | None:
 def cluster(as_json: bool, watch: float | None, full: bool, records: str | None, count: int | None) -> None:
     """Where GPUs are free now, per GPU type and partition, and what can start there."""
     from slurm_gpu.cluster.view import from_texts, picture
-    from slurm_gpu.errors import SlurmGpuError
+    from slurm_gpu.errors import SlurmGpuError, UsageError
     from slurm_gpu.ports import ClusterSource
 
     source: ClusterSource
@@ -69,8 +71,11 @@ def cluster(as_json: bool, watch: float | None, full: bool, records: str | None,
         source = SbatchCli()
 
     def show() -> str:
-        view = from_texts(source.nodes_text(), source.jobs_text(), source.partitions_text(),
-                          source.gres_conf_text())
+        nodes_text = source.nodes_text()
+        view = from_texts(nodes_text, source.jobs_text(), source.partitions_text(), source.gres_conf_text())
+        if records is not None and not view.nodes and nodes_text.strip():
+            raise UsageError(f"{os.path.join(records, 'nodes.txt')}: no node record in it (expected the output "
+                             "of scontrol show node -d -o)")
         if as_json:
             return json.dumps(view.summary, indent=1)
         return picture(view, max_rows=1 << 30 if full else 64).rstrip("\n")

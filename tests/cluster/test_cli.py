@@ -51,3 +51,35 @@ def test_watch_loop_sleeps_between_refreshes_only():
     shown, slept = [], []
     n = watch_loop(lambda: f"frame {len(shown)}", 3.0, 3, shown.append, sleep=slept.append, clear=True)
     assert n == 3 and slept == [3.0, 3.0] and shown[0] == "\033[H\033[2Jframe 0"
+
+
+def test_hostile_record_directories_are_one_line_exit_2(tmp_path):
+    """Garbage, a FIFO (never opened blocking), a file over the cap (sparse: no disk used): exit 2, one
+    line each, quickly; an optional file missing is fine."""
+    import os
+
+    from slurm_gpu.adapters.slurm.recorded import MAX_BYTES
+
+    garbage = tmp_path / "garbage"
+    garbage.mkdir()
+    (garbage / "nodes.txt").write_bytes(b"\x00\xff not scontrol output\n" * 100)
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "nodes.txt")
+    huge = tmp_path / "huge"
+    huge.mkdir()
+    with open(huge / "nodes.txt", "wb") as fh:
+        fh.truncate(MAX_BYTES + 1)
+    jobs_fifo = tmp_path / "jobs-fifo"
+    jobs_fifo.mkdir()
+    (jobs_fifo / "nodes.txt").write_bytes((DATA / "nodes.txt").read_bytes())
+    os.mkfifo(jobs_fifo / "jobs.txt")
+    for d, words in ((garbage, "no node record"), (fifo, "not a regular file"), (huge, "MiB"),
+                     (jobs_fifo, "jobs.txt: not a regular file")):
+        p = run("--json", "--records", str(d))
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and words in p.stderr, (d, p.stderr)
+        assert "Traceback" not in p.stderr
+    only_nodes = tmp_path / "only-nodes"
+    only_nodes.mkdir()
+    (only_nodes / "nodes.txt").write_bytes((DATA / "nodes.txt").read_bytes())
+    assert run("--json", "--records", str(only_nodes)).returncode == 0

@@ -7,11 +7,13 @@ Used by ``slurm-gpu cluster --records DIR`` (replaying a capture) and benchmarks
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 
 from slurm_gpu.errors import UsageError
 
-MAX_BYTES = 1 << 30  # a 2,000-node capture with its jobs is ~10 MB
+MAX_BYTES = 256 << 20  # a 2,000-node capture with its jobs is ~10 MB; 20,000 nodes stay well under this
 
 
 class RecordedCluster:
@@ -19,16 +21,30 @@ class RecordedCluster:
         self.directory = directory
 
     def _read(self, name: str, required: bool = False) -> str | None:
+        """The file's text; None when an optional file is missing. A FIFO, a device or a file over
+        MAX_BYTES is an error (exit 2), never a hang or a truncated read."""
         path = os.path.join(self.directory, name)
         try:
-            if not os.path.isfile(path):
-                raise OSError(2, "no such regular file")
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                return fh.read(MAX_BYTES)
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as exc:
-            if required:
-                raise UsageError(f"{path}: {exc.strerror or 'not a regular file'}") from None
+            if required or exc.errno != errno.ENOENT:
+                raise UsageError(f"{path}: {exc.strerror or exc}") from None
             return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise UsageError(f"{path}: not a regular file")
+            if st.st_size > MAX_BYTES:
+                raise UsageError(f"{path}: {st.st_size} bytes, over the {MAX_BYTES >> 20} MiB a record file may have")
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                data = fh.read(MAX_BYTES + 1)
+            if len(data) > MAX_BYTES:
+                raise UsageError(f"{path}: over the {MAX_BYTES >> 20} MiB a record file may have")
+            return data.decode("utf-8", errors="replace")
+        except OSError as exc:
+            raise UsageError(f"{path}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
 
     def nodes_text(self) -> str:
         return self._read("nodes.txt", required=True) or ""
