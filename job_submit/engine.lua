@@ -2,8 +2,8 @@
 --[[ slurm-gpu job_submit engine (Lua 5.1): the fixed half of the generated job_submit.lua.
 
 The steps below mirror slurm_gpu.policy.classifier.steps.STEPS, one local function per step with the
-same name, in the same order: check_request, fit_vram, match_class, place, resolve_gpus, set_time,
-apply_defaults. They read the policy table P (rendered from the site policy above this engine) and a
+same name, in the same order: check_request, fit_vram, match_class, place, resolve_gpus, check_sharing,
+set_time, apply_defaults. They read the policy table P (rendered from the site policy above this engine) and a
 request read from job_desc (request_from_job_desc, the mirror of slurm_gpu.slurm.sbatch.to_request), and
 decide exactly what the Python classifier decides for the same options: accept or reject, partition,
 QOS, gres and message (tests/job_submit/test_differential.py runs both on the same cases).
@@ -171,6 +171,7 @@ local function request_from_job_desc(jd, user_name)
   r.qos, r.account, r.array = str(jd, "qos"), str(jd, "account"), str(jd, "array_inx")
   r.user = user_name
   r.interactive = get(jd, "script") == nil
+  r.comment = str(jd, "comment")  -- may carry the slurm-gpu MIG/MPS token (check_sharing)
   return r
 end
 
@@ -518,6 +519,108 @@ local function resolve_gpus(st)
   return nil
 end
 
+-- ---- check_sharing: the slurm-gpu token in the comment (mirror of policy/classifier/sharing.py) ----
+
+local TOKEN_PREFIX, MAX_TOKEN, MAX_COMMENT, MAX_MIG_ITEMS = "slurm-gpu:", 128, 4096, 7
+local BAD_TOKEN = "bad slurm-gpu token in the job comment"
+local TOKEN_FIX = "write slurm-gpu:mig=PROFILE[:COUNT][,PROFILE[:COUNT]...] (e.g. slurm-gpu:mig=3g.40gb:2) " ..
+  "or slurm-gpu:mps=PERCENT (e.g. slurm-gpu:mps=25), once, in --comment"
+local WHOLE_GPUS = "a slurm-gpu MIG layout or MPS share needs whole GPUs of one type"
+local WHOLE_FIX = "ask for whole GPUs of one type (e.g. --gpus=a100:1), without a GPU fraction or MIG slice"
+local MIG_FIX = "use gpusub --mig with GPUs of a type whose nodes are in dynamic MIG mode, or a MIG slice (--gpu-fraction)"
+
+local function mig_slices(p)  -- compute slices of a canonical profile without a GPU type (3g.40gb, 1g.10gb+me)
+  local s, mem, me = string.match(p, "^([1-7])g%.(%d+)gb(.*)$")
+  if not s or (me ~= "" and me ~= "+me") or #mem > 4 or (#mem > 1 and ssub(mem, 1, 1) == "0") then return nil end
+  return tonumber(s)
+end
+
+-- The token of a comment (mirror of slurm_gpu.hooks.request.decode): nil when there is none, false
+-- when it is bad, else {mps = pct} or {mig = {{profile, count, slices}, ...}}. Words are split on
+-- ASCII whitespace, as Python's str.split() splits ASCII text.
+local function read_token(comment)
+  if not comment or not sfind(comment, TOKEN_PREFIX, 1, true) then return nil end
+  if #comment > MAX_COMMENT then return false end
+  local token
+  for w in string.gmatch(comment, "[^ \t\n\v\f\r\028\029\030\031]+") do
+    if ssub(w, 1, #TOKEN_PREFIX) == TOKEN_PREFIX then
+      if token then return false end
+      token = w
+    end
+  end
+  if not token then return nil end
+  if #token > MAX_TOKEN then return false end
+  local body = ssub(token, #TOKEN_PREFIX + 1)
+  local eq = sfind(body, "=", 1, true)
+  if not eq then return false end
+  local key, value = ssub(body, 1, eq - 1), ssub(body, eq + 1)
+  if key == "mps" then
+    if not string.match(value, "^%d%d?%d?$") then return false end
+    local pct = tonumber(value)
+    if pct < 1 or pct > 100 then return false end
+    return { mps = pct }
+  end
+  if key ~= "mig" or value == "" then return false end
+  local items = split(value, ",")
+  if #items > MAX_MIG_ITEMS then return false end
+  local spec, seen = {}, {}
+  for _, item in ipairs(items) do
+    local prof, n = item, 1
+    local c = sfind(item, ":", 1, true)
+    if c then
+      prof = ssub(item, 1, c - 1)
+      local ct = ssub(item, c + 1)
+      if not string.match(ct, "^[1-7]$") then return false end
+      n = tonumber(ct)
+    end
+    local slices = mig_slices(prof)
+    if not slices or seen[prof] then return false end
+    seen[prof] = true
+    spec[#spec + 1] = { prof, n, slices }
+  end
+  return { mig = spec }
+end
+
+local function check_sharing(st)
+  local tok = read_token(st.r.comment)
+  if tok == nil then return nil end
+  if tok == false then return reject(st, "bad_request", TOKEN_FIX, { why = BAD_TOKEN }) end
+  if st.fraction or st.gpus <= 0 or not st.gpu_type then
+    return reject(st, "bad_request", WHOLE_FIX, { why = WHOLE_GPUS })
+  end
+  local P = st.P
+  if tok.mps then
+    local lo, hi = P.mps_share[1], P.mps_share[2]
+    if tok.mps < lo or tok.mps > hi then
+      return reject(st, "bad_request", "ask for a share of " .. py_str(lo) .. "-" .. py_str(hi) .. "%",
+        { why = "MPS share " .. py_str(tok.mps) .. "% is outside the allowed " .. py_str(lo) .. "-" .. py_str(hi) .. "%" })
+    end
+    return nil
+  end
+  for _, nm in ipairs(st.partition.node_modes or {}) do
+    if nm[2] == st.gpu_type then  -- mirror of slurm_gpu.hooks.mig.check_request, node type by node type
+      if nm[3] ~= "dynamic" then
+        return reject(st, "bad_request", MIG_FIX, { why = "node type " .. nm[1] ..
+          " does not serve per-job MIG layouts (mig_mode " .. nm[3] .. "); ask for a MIG slice as a gres type instead" })
+      end
+      local ok, used, text = P.mig_offer[nm[2]] or {}, 0, {}
+      for _, it in ipairs(tok.mig) do
+        if not contains(ok, it[1]) then
+          return reject(st, "bad_request", MIG_FIX, { why = "MIG profile " .. it[1] .. " is not offered on " ..
+            nm[2] .. " GPUs; allowed: " .. (#ok > 0 and join(ok, ", ") or "none") })
+        end
+        used = used + it[2] * it[3]
+        text[#text + 1] = it[1] .. ":" .. py_str(it[2])
+      end
+      if used > 7 then
+        return reject(st, "bad_request", MIG_FIX, { why = "MIG layout " .. table.concat(text, ",") .. " needs " ..
+          py_str(used) .. " compute slices; a GPU has 7" })
+      end
+    end
+  end
+  return nil
+end
+
 local function set_time(st)
   local r, P, part = st.r, st.P, st.partition
   local q = st.qos and P.qos[P.qos_index[st.qos]]
@@ -561,6 +664,7 @@ local STEPS = {
   { "match_class", match_class },
   { "place", place },
   { "resolve_gpus", resolve_gpus },
+  { "check_sharing", check_sharing },
   { "set_time", set_time },
   { "apply_defaults", apply_defaults },
 }
@@ -732,5 +836,6 @@ end
 -- The pure parts, for the tests only (lupa sets SLURM_GPU_TEST to a table; slurmctld never does).
 if type(SLURM_GPU_TEST) == "table" then
   SLURM_GPU_TEST.engine = { request_from_job_desc = request_from_job_desc, classify = classify,
-    total_gpus = total_gpus, apply = apply, type_items = type_items, py_repr = py_repr, P = P }
+    total_gpus = total_gpus, apply = apply, type_items = type_items, py_repr = py_repr, read_token = read_token,
+    P = P }
 end

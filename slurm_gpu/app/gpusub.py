@@ -203,6 +203,8 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
         sub = parse_submission(argv, env, script_text, version=version, spank_options=spank)
     else:
         sub = first
+    if sub.gpusub.get("mig") is not None or sub.gpusub.get("mps") is not None:  # gpusub --mig / --mps
+        sub = _with_sharing(sub, env)
     user, groups = _user_and_groups(env)
     parts = len(sub.components) if getattr(sub, "components", ()) else 1
     requests = [to_job_request(sub, user=user, groups=groups, component=k) for k in range(parts)]
@@ -229,6 +231,19 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
     if decision.accepted and policy is not None and request.constraint:
         decision = _with_constraint_warnings(decision, request, policy)
     return Prepared(sub, request, decision, plan, spelling, policy, script_text, tuple(decisions))
+
+
+def _with_sharing(sub: Any, env: Mapping[str, str]) -> Any:
+    """The submission with the --mig/--mps token in its comment (slurm_gpu.app.gpu_share)."""
+    from slurm_gpu.app.gpu_share import with_sharing
+
+    path = policy_path(sub.gpusub, env)
+    policy = None
+    if path is not None:
+        from slurm_gpu import policy as policy_mod
+
+        policy = (getattr(policy_mod, "load_policy_cached", None) or policy_mod.load_policy)(path)
+    return with_sharing(sub, policy)
 
 
 INTERACTIVE_ONLY_EXPLAIN = ("--interactive goes only with --explain [--json]: it predicts how salloc/srun would "

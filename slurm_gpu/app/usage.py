@@ -32,6 +32,11 @@ gpusub options:
                        each with its GPU's local cores; changes the job's shape on purpose).
   --gpu-fraction F     Ask for part of one GPU (0.25, 1/7, 30%): a MIG slice or an MPS share,
                        as the policy's isolation rules say.
+  --mig PROFILE[:COUNT][,...]
+                       A MIG layout on each of the job's whole GPUs (3g.40gb:2), on nodes
+                       whose policy node type is in dynamic MIG mode (docs/mig_mps.md).
+  --mps PERCENT        A per-job MPS daemon on the job's whole GPUs; each client gets
+                       PERCENT of the GPU's threads (within the policy's bounds).
   --model-params N --precision P --optimizer O
                        Check that the model fits the GPU memory (VRAM fit).
   --checkpoint         Run under the checkpoint protocol (docs/checkpointing.md): the job

@@ -1,6 +1,21 @@
 # SPDX-License-Identifier: Apache-2.0
 """gres.conf from the policy's node types and their topologies: ``AutoDetect=off`` and one line per
-GPU group with its ``File=`` devices and local ``Cores=``. Pure."""
+GPU group with its ``File=`` devices and local ``Cores=``. Pure.
+
+**Static MIG** (``mig_mode: static``, docs/mig_mps.md): slurmd schedules the MIG devices themselves, so
+each one is a GRES of type ``<gpu type>_<profile>`` (``a100_3g.40gb``, the name Slurm's AutoDetect=nvml
+gives a MIG device and that gpusub's fraction requests ask for), one line per device, with the device
+files a job of that slice needs in its cgroup as ``MultipleFiles=`` (gres.conf(5), Slurm 21.08+): the
+parent GPU ``/dev/nvidiaN`` and the MIG capability devices of its GPU instance and compute instance,
+``/dev/nvidia-caps/nvidia-capM``. The capability minors follow the driver's
+``/proc/driver/nvidia-caps/mig-minors`` table: ``config`` 1, ``monitor`` 2, then per GPU minor ``g`` and
+GPU instance ``i`` (0-14) ``gpu<g>/gi<i>/access`` = 3 + (15 g + i) x 9, followed by its compute
+instances ``gpu<g>/gi<i>/ci<c>/access`` (c 0-7). The GPU instance ids are taken as 0, 1, ... in the
+order ``mig_layout`` lists them, each with its one compute instance 0: the ids the hooks' stand-in
+hands out when they build the layout on an empty GPU. On hardware, write ``mig_layout`` in the order
+``nvidia-smi mig -lgi`` lists the instances by id and compare with ``slurmd -G`` (AutoDetect=nvml).
+Dynamic-MIG and non-MIG nodes keep whole-GPU lines: slurmd never sees a per-job layout.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +23,64 @@ from collections.abc import Mapping
 from typing import Any
 
 from slurm_gpu.hostlist import compress_hostlist
-from slurm_gpu.policy.model import Policy
+from slurm_gpu.policy.model import NodeType, Policy
+
+FIRST_CAP_MINOR = 3  # mig-minors: config 1, monitor 2, then gpu0/gi0/access
+GIS_PER_GPU = 15  # GPU instance ids 0-14
+MINORS_PER_GI = 9  # giI/access, then ciC/access for C 0-7
+
+
+def mig_cap_minors(gpu_minor: int, gi: int, ci: int = 0) -> tuple[int, int]:
+    """(minor of ``gpu<g>/gi<i>/access``, minor of ``gpu<g>/gi<i>/ci<c>/access``) in mig-minors."""
+    if gpu_minor < 0 or not 0 <= gi < GIS_PER_GPU or not 0 <= ci < MINORS_PER_GI - 1:
+        raise ValueError(f"no MIG capability for GPU minor {gpu_minor}, GPU instance {gi}, compute instance {ci}")
+    access = FIRST_CAP_MINOR + (gpu_minor * GIS_PER_GPU + gi) * MINORS_PER_GI
+    return access, access + 1 + ci
+
+
+def static_mig_types(node_type: NodeType) -> list[tuple[str, int]]:
+    """(gres type, count per node) of a static-MIG node type, types in first-declared order; [] otherwise."""
+    if node_type.mig_mode != "static" or not node_type.gpu_type or not node_type.gpus:
+        return []
+    counts: dict[str, int] = {}
+    for prof in node_type.mig_layout:
+        name = f"{node_type.gpu_type}_{prof}"
+        counts[name] = counts.get(name, 0) + node_type.gpus
+    return list(counts.items())
+
+
+def static_mig_lines(node_type: NodeType, topo: Any, device_dir: str = "/dev") -> list[str]:
+    """One ``NodeName=... Name=gpu Type=<type>_<profile> MultipleFiles=... [Cores=...]`` line per MIG device."""
+    from slurm_gpu.cpulist import format_cpulist
+    from slurm_gpu.topology.slurmconf import _check_word
+
+    base = device_dir.rstrip("/")
+    nodes = _check_word(compress_hostlist(list(node_type.nodes)), "node names")
+    out: list[str] = []
+    for g in topo.gpus[:node_type.gpus]:
+        cores = topo.gpu_cores(g.index)
+        for gi, prof in enumerate(node_type.mig_layout):
+            gi_minor, ci_minor = mig_cap_minors(g.device_minor, gi)
+            files = ",".join((f"{base}/nvidia{g.device_minor}", f"{base}/nvidia-caps/nvidia-cap{gi_minor}",
+                              f"{base}/nvidia-caps/nvidia-cap{ci_minor}"))
+            line = f"NodeName={nodes} Name=gpu Type={_check_word(f'{node_type.gpu_type}_{prof}', 'GPU type')} " \
+                   f"MultipleFiles={files}"
+            if cores:
+                line += f" Cores={format_cpulist(cores)}"
+            out.append(line)
+    return out
 
 
 def gres_lines(policy: Policy, topologies: Mapping[str, Any], device_dir: str = "/dev") -> list[str]:
-    """The ``NodeName=... Name=gpu Type=... File=... Cores=...`` lines, node type by node type."""
+    """The ``NodeName=... Name=gpu Type=... File=... Cores=...`` lines, node type by node type (static
+    MIG node types: one ``MultipleFiles=`` line per MIG device)."""
     from slurm_gpu.topology.slurmconf import gres_conf_lines
 
     out: list[str] = []
     for nt in policy.node_types:
-        if nt.gpu_type and nt.gpus:
+        if nt.gpu_type and nt.gpus and static_mig_types(nt):
+            out.extend(static_mig_lines(nt, topologies[nt.name], device_dir))
+        elif nt.gpu_type and nt.gpus:
             out.extend(gres_conf_lines(topologies[nt.name], compress_hostlist(list(nt.nodes)), nt.gpu_type, device_dir))
     return out
 
@@ -27,4 +90,4 @@ def gres_conf(policy: Policy, topologies: Mapping[str, Any], device_dir: str = "
     return "\n".join([header, "AutoDetect=off", *gres_lines(policy, topologies, device_dir)]) + "\n"
 
 
-__all__ = ["gres_lines", "gres_conf"]
+__all__ = ["gres_lines", "gres_conf", "mig_cap_minors", "static_mig_types", "static_mig_lines"]

@@ -109,6 +109,8 @@ def policy_table(policy: Policy) -> dict[str, Any]:
             "default_gpu_type": p.default_gpu_type, "offered": offered,
             "capacity": {t: list(policy.gpu_capacity(p.name, t)) for t in offered},
             "mig": [list(c) for c in mig],
+            "node_modes": [[nt.name, nt.gpu_type, nt.mig_mode] for n in p.node_types
+                           if (nt := policy.node_type(n)) is not None and nt.gpu_type and nt.gpus > 0],
         })
     classes = []
     for c in policy.classes:
@@ -134,6 +136,11 @@ def policy_table(policy: Policy) -> dict[str, Any]:
         "mig_types": {f"{g.name}_{prof}": [g.name, prof, parse_mig_profile(prof).slices]
                       for g in policy.gpu_types if g.mig_capable for prof in g.mig_profiles},
         "fraction_mode": iso.fraction_mode,
+        # check_sharing (the slurm-gpu token in the comment): the MPS share bounds and, per GPU type, the
+        # MIG profiles a per-job layout may use (offered by the type and allowed by isolation.mig_profiles)
+        "mps_share": [iso.mps_min_share_pct, iso.mps_max_share_pct],
+        "mig_offer": {g.name: [q for q in (g.mig_profiles if g.mig_capable else ())
+                               if not iso.mig_profiles or q in iso.mig_profiles] for g in policy.gpu_types},
         "partitions": parts,
         "partition_names": [p.name for p in policy.partitions],
         "partition_index": {p.name: i + 1 for i, p in enumerate(policy.partitions)},

@@ -36,6 +36,7 @@ def node_features(policy: Policy, node_type: NodeType, topo: Any = None) -> tupl
 
 def node_lines(policy: Policy, topologies: Mapping[str, Any]) -> list[tuple[str, NodeType, str]]:
     """(node name, its node type, its ``NodeName=`` line without address or port), in policy order."""
+    from slurm_gpu.emit.gres_conf import static_mig_types
     from slurm_gpu.topology.slurmconf import node_conf_line
 
     out = []
@@ -43,8 +44,13 @@ def node_lines(policy: Policy, topologies: Mapping[str, Any]) -> list[tuple[str,
         topo = topologies[nt.name]
         feats = node_features(policy, nt, topo)
         extra = {"Features": ",".join(feats)} if feats else {}
+        mig = static_mig_types(nt)  # static MIG: the node's GPUs are its MIG devices, one gres type each
         for name in nt.nodes:
-            out.append((name, nt, node_conf_line(topo, name, nt.gpu_type, **extra)))
+            line = node_conf_line(topo, name, nt.gpu_type, **extra)
+            if mig:
+                whole = f" Gres=gpu:{nt.gpu_type}:{len(topo.gpus)}"
+                line = line.replace(whole, " Gres=" + ",".join(f"gpu:{t}:{n}" for t, n in mig), 1)
+            out.append((name, nt, line))
     return out
 
 
@@ -97,8 +103,14 @@ def partition_lines(policy: Policy, topologies: Mapping[str, Any] | None = None,
 
 
 def accounting_tres(policy: Policy) -> str:
-    """``AccountingStorageTRES`` value: gres/gpu and one gres/gpu:TYPE per GPU type the nodes carry."""
-    types = dict.fromkeys(nt.gpu_type for nt in policy.node_types if nt.gpu_type)
+    """``AccountingStorageTRES`` value: gres/gpu and one gres/gpu:TYPE per GPU type the nodes carry (a
+    static-MIG node type: per MIG device type, ``gres/gpu:a100_3g.40gb``)."""
+    from slurm_gpu.emit.gres_conf import static_mig_types
+
+    types: dict[str, None] = {}
+    for nt in policy.node_types:
+        for t in [t for t, _ in static_mig_types(nt)] or ([nt.gpu_type] if nt.gpu_type else []):
+            types.setdefault(t)
     return ",".join(["gres/gpu"] + [f"gres/gpu:{t}" for t in types])
 
 

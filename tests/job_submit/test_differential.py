@@ -8,7 +8,8 @@ classifier's decision, and (b) the job_desc slurmctld hands the plugin on 22.05 
 measured model, slurm_gpu.slurm.job_desc), in Slurm's spelling of each release and without the
 ``gres`` prefix, with the nil / NO_VAL sentinels. The Lua engine (lupa.lua51) must give the same
 accept/reject, partition, QOS, gres and message for every case, for every example policy.
-With CI=true each policy gets >= 20,000 cases (5,200 command lines x 2 releases x 2 spellings).
+With CI=true each policy gets >= 20,000 cases (5,200 command lines x 2 releases x 2 spellings). A third
+of the command lines carry a ``--comment``, often with the slurm-gpu MIG/MPS token (valid or not).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tests.job_submit.lua_harness import Plugin, lua_decision, py_decision, pyth
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICIES = sorted(p.stem for p in (ROOT / "examples" / "policies").glob("*.yaml") if p.stem != "smallgroup-hardware")
+POLICIES.append("mig/university-mig")  # dynamic and static MIG node types (the slurm-gpu token's policy checks)
 VERSIONS = ((22, 5, 8), (24, 11, 5))
 CI = os.environ.get("CI") == "true"
 COMMAND_LINES = 5200 if CI else 250
@@ -78,6 +80,29 @@ def gpu_options(draw: st.DrawFn) -> list[str]:
     return [f"--gpus={spec(per * draw(st.integers(1, 3)))}", f"--gpus-per-node={spec(per)}"]
 
 
+# --comment values: the slurm-gpu MIG/MPS token (docs/mig_mps.md), valid, out of policy and malformed,
+# alone or among other words; check_sharing must decide them alike on both sides.
+TOKENS = ["slurm-gpu:mig=3g.40gb:2", "slurm-gpu:mig=1g.10gb:2,2g.20gb:1", "slurm-gpu:mig=3g.40gb",
+          "slurm-gpu:mig=7g.80gb", "slurm-gpu:mig=3g.40gb:3", "slurm-gpu:mig=1g.10gb+me", "slurm-gpu:mig=4g.40gb",
+          "slurm-gpu:mig=1g.10gb:7", "slurm-gpu:mps=25", "slurm-gpu:mps=10", "slurm-gpu:mps=50", "slurm-gpu:mps=5",
+          "slurm-gpu:mps=100", "slurm-gpu:mps=007",
+          # malformed
+          "slurm-gpu:mps=0", "slurm-gpu:mps=101", "slurm-gpu:mps=", "slurm-gpu:mps=2.5", "slurm-gpu:mps=1000",
+          "slurm-gpu:mig=", "slurm-gpu:mig=3g.40gb:8", "slurm-gpu:mig=3g.40gb:", "slurm-gpu:mig=a100_3g.40gb",
+          "slurm-gpu:mig=3g.040gb", "slurm-gpu:mig=1g.10gb,1g.10gb", "slurm-gpu:mig=3G.40GB", "slurm-gpu:foo=1",
+          "slurm-gpu:mig", "slurm-gpu:", "slurm-gpu:mig=3g.40gb:2:1", "slurm-gpu:mig=3g.40gb,",
+          "slurm-gpu:mig=" + ",".join(f"1g.{k}gb" for k in range(10, 18)), "slurm-gpu:mig=1g.1000gb",
+          "slurm-gpu:mig=1g.10000gb", "slurm-gpu:mig=" + ",".join(f"1g.{k}gb" for k in range(10, 17)),
+          "slurm-gpu:mig=1g.10gb" + "+me" * 40]
+OTHER_WORDS = ["run-42", "sweep lr=0.1", "x\tslurm-gpu", "xslurm-gpu:mps=25", "note:", "SLURM-GPU:mps=25"]
+
+
+@st.composite
+def comments(draw: st.DrawFn) -> str:
+    words = draw(st.lists(st.one_of(st.sampled_from(TOKENS), st.sampled_from(OTHER_WORDS)), min_size=1, max_size=3))
+    return draw(st.sampled_from([" ", "  ", "\t"])).join(words)
+
+
 @st.composite
 def command_lines(draw: st.DrawFn) -> list[str]:
     tool = draw(st.sampled_from(["sbatch", "sbatch", "sbatch", "salloc", "srun"]))
@@ -106,6 +131,8 @@ def command_lines(draw: st.DrawFn) -> list[str]:
         args.append(f"-c{draw(st.integers(1, 16))}")
     if tool == "sbatch" and draw(st.integers(0, 3)) == 0:
         args.append(draw(st.sampled_from(["--array=0-3", "--array=1,3%1"])))
+    if draw(st.integers(0, 2)) == 0:
+        args.append(f"--comment={draw(comments())}")
     args = draw(st.permutations(args))
     return [tool, *args, "job.sh" if tool == "sbatch" else "true"] if tool != "salloc" else [tool, *args]
 
@@ -132,7 +159,11 @@ def test_lua_decides_as_the_python_classifier(policy_name: str) -> None:
                 assert got == want, f"{' '.join(argv)} on {version}: Lua {got} != Python {want}\njob_desc {jd}"
                 seen["cases"] += 1
                 seen["accepted" if want["accepted"] else "rejected"] += 1
+                if "slurm-gpu:" in " ".join(argv):
+                    seen["token accepted" if want["accepted"] else "token rejected"] += 1
 
     check()
     assert seen["cases"] >= REQUIRED, seen
     assert seen["accepted"] and seen["rejected"], seen  # both outcomes exercised
+    assert seen["token rejected"], seen  # the slurm-gpu token is checked
+    # every check_sharing outcome, on every token: tests/job_submit/test_sharing_token.py

@@ -148,8 +148,8 @@ def test_classifier_steps_are_a_stable_table() -> None:
     from slurm_gpu.policy.classifier import STEPS, steps
 
     names = tuple(n for n, _ in STEPS)
-    assert names == ("check_request", "fit_vram", "match_class", "place", "resolve_gpus", "set_time",
-                     "apply_defaults")
+    assert names == ("check_request", "fit_vram", "match_class", "place", "resolve_gpus", "check_sharing",
+                     "set_time", "apply_defaults")
     with open(os.path.join(HERE, "..", "..", "docs", "policy.md"), encoding="utf-8") as fh:
         doc = fh.read()
     for n, fn in STEPS:

@@ -18,8 +18,10 @@ Steps do no I/O and never read the environment.
    ``--partition``/``--qos``.
 5. ``resolve_gpus`` -- a fraction becomes a MIG slice or an MPS share; whole GPUs get a type (typed
    enforcement), are checked against the QOS and partition and split evenly over nodes. Sets ``gres``.
-6. ``set_time`` -- the time limit: the user's within partition and QOS limits, or the default.
-7. ``apply_defaults`` -- memory per GPU, CPUs per GPU, the class's options, checkpointing.
+6. ``check_sharing`` -- the slurm-gpu MIG/MPS token in the job's comment (gpusub --mig/--mps): whole
+   GPUs of one type, a dynamic-MIG node type and offered profiles, or an MPS share within the policy.
+7. ``set_time`` -- the time limit: the user's within partition and QOS limits, or the default.
+8. ``apply_defaults`` -- memory per GPU, CPUs per GPU, the class's options, checkpointing.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from slurm_gpu.policy.classifier.gpus import resolve_gpus
 from slurm_gpu.policy.classifier.limits import apply_defaults, set_time
 from slurm_gpu.policy.classifier.match import match_class
 from slurm_gpu.policy.classifier.place import place
+from slurm_gpu.policy.classifier.sharing import check_sharing
 from slurm_gpu.policy.classifier.state import Reject, State
 from slurm_gpu.policy.model import Policy
 from slurm_gpu.request import Decision, JobRequest
@@ -42,6 +45,7 @@ STEPS: tuple[tuple[str, Step], ...] = (
     ("match_class", match_class),
     ("place", place),
     ("resolve_gpus", resolve_gpus),
+    ("check_sharing", check_sharing),
     ("set_time", set_time),
     ("apply_defaults", apply_defaults),
 )

@@ -231,10 +231,23 @@ def _choices(gopt: GpusubOption) -> str:
     return f"; accepted: {', '.join(gopt.choices)}" if gopt.choices else ""
 
 
+def _mig_value(text: str) -> object:
+    from slurm_gpu.hooks.request import parse_mig_spec  # only with --mig: keeps gpusub's start-up small
+
+    return parse_mig_spec(text)
+
+
+def _mps_value(text: str) -> object:
+    from slurm_gpu.hooks.request import parse_mps_pct
+
+    return parse_mps_pct(text)
+
+
 def _set_gpusub(gpusub: dict[str, Any], gopt: GpusubOption, value: Any) -> None:
     if gopt.choices and value not in gopt.choices:
         raise OptionError(f"--{gopt.name}: bad value {value!r}{_choices(gopt)}")
-    check = {"model_params": units.parse_param_count, "gpu_fraction": sv.parse_gpu_fraction}.get(gopt.key)
+    check = {"model_params": units.parse_param_count, "gpu_fraction": sv.parse_gpu_fraction,
+             "mig": _mig_value, "mps": _mps_value}.get(gopt.key)
     if check is not None:
         try:
             check(value)

@@ -170,6 +170,7 @@ def to_job_request(sub: Any, user: str | None = None, groups: Iterable[str] = ()
         partitions=partitions,
         time_unlimited=time_text is not None and time_min is None,
         nodelist_count=len(sv.parse_nodelist(hosts)) if (hosts := get("nodelist")) else None,
+        comment=get("comment"),
     )
 
 
