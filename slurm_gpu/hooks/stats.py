@@ -68,8 +68,8 @@ def prom_text(rec: dict[str, Any]) -> str:
              f'jobid="{_label(rec["job_id"])}"'
     metrics = [
         ("slurm_gpu_job_energy_joules", "Energy the GPU used during the job.", rec.get("energy_j")),
-        ("slurm_gpu_job_utilization_percent", "Time-weighted GPU utilisation of the job's processes.",
-         rec.get("gpu_util_pct")),
+        ("slurm_gpu_job_utilization_ratio", "Time-weighted GPU utilisation of the job's processes (0-1).",
+         None if rec.get("gpu_util_pct") is None else round(float(rec["gpu_util_pct"]) / 100.0, 4)),
         ("slurm_gpu_job_max_memory_bytes", "Peak GPU memory of the job's processes.", rec.get("max_memory_bytes")),
         ("slurm_gpu_job_end_timestamp_seconds", "When the job's epilog ran.", rec.get("end")),
     ]

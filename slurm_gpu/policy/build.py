@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from slurm_gpu.policy.model import (
+    Autoscale,
     Defaults,
     GpuType,
     Isolation,
@@ -20,6 +21,7 @@ from slurm_gpu.policy.model import (
     NodeType,
     Partition,
     Policy,
+    Price,
     Qos,
 )
 from slurm_gpu.policy.reader import absolute_path, real_path
@@ -175,13 +177,16 @@ def check_and_build(ctx: Context, source: str) -> Policy | None:
         if lo is not None and hi is not None and lo > hi:
             ctx.problems.append(f"{iso.where('mps_min_share_pct')}: isolation.mps_min_share_pct: found {lo}, "
                                 f"allowed at most mps_max_share_pct ({hi})")
+    prices = _unique(ctx, "prices")
+    for e in prices:
+        _ref(ctx, e, "name", e.values["name"], gt_names, "GPU type")
     if ctx.problems:
         return None
-    return _assemble(ctx, source, gts, nts, parts, qoss, classes)
+    return _assemble(ctx, source, gts, nts, parts, qoss, classes, prices)
 
 
 def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], parts: list[Entry],
-              qoss: list[Entry], classes: list[Entry]) -> Policy:
+              qoss: list[Entry], classes: list[Entry], prices: list[Entry]) -> Policy:
     def node_type(e: Entry) -> NodeType:
         v = dict(e.values)
         topo = v.pop("topology")
@@ -213,4 +218,5 @@ def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], par
         messages=tuple(sorted((k, t) for k, (t, _, _) in ctx.messages.items())),
         source=real_path(source), includes=tuple(ctx.files[1:]),
         include_dirs=tuple(ctx.top.get("include_dirs", ())),
+        prices=tuple(Price(**e.values) for e in prices), autoscale=mapped("autoscale", Autoscale),
     )

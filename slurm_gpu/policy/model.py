@@ -167,6 +167,8 @@ class JobClass(Record):
     checkpoint_required: bool = field(default=False, metadata=yaml(
         "checkpoint_required", Bool(), "adds --requeue and --signal=B:USR1@<signal_lead_time>"))
     description: str = field(default="", metadata=yaml("description", Text(), "shown by gpusub --explain"))
+    target_wait_s: int | None = field(default=None, metadata=yaml(
+        "target_wait", Duration("s"), "target queue wait (report --autoscale); unset: autoscale.target_wait"))
 
 
 @record
@@ -212,6 +214,28 @@ class Isolation(Record):
         "mps_min_share_pct", Int(1, 100), "smallest MPS share, in percent of a GPU"))
     mps_max_share_pct: int = field(default=50, metadata=yaml(
         "mps_max_share_pct", Int(1, 100), "largest MPS share, in percent of a GPU"))
+
+
+@record
+class Price(Record):
+    """What a GPU-hour of one GPU type costs (``prices``; slurm-gpu report)."""
+
+    name: str = field(metadata=yaml("name", Name(), "the GPU type (one of gpu_types)"))
+    per_gpu_hour: float = field(metadata=yaml("per_gpu_hour", Number(gt=0), "price of one GPU for one hour"))
+    currency: str = field(default="", metadata=yaml("currency", Text(), "shown after prices (EUR, USD, credits)"))
+
+
+@record
+class Autoscale(Record):
+    """Thresholds of the scaling signal (``autoscale``; slurm-gpu report --autoscale)."""
+
+    min_waiting_jobs: int = field(default=0, metadata=yaml(
+        "min_waiting_jobs", Int(0), "scale up a GPU type when more than this many of its jobs waited longer than "
+        "their class's target_wait"))
+    target_wait_s: int = field(default=3600, metadata=yaml(
+        "target_wait", Duration("s"), "target queue wait of classes that set none"))
+    scale_down_below: float = field(default=0.7, metadata=yaml(
+        "scale_down_below", Number(gt=0, le=1), "scale down a GPU type whose efficiency E stays below this"))
 
 
 DEFAULT_MESSAGES: dict[str, str] = {
@@ -267,6 +291,10 @@ class Policy(Record):
         "isolation", Nested(Isolation), "how GPU fractions are served"))
     messages: tuple[tuple[str, str], ...] = field(default=(), metadata=yaml(
         "messages", Messages(), "site texts for rejections (overrides of DEFAULT_MESSAGES)"))
+    prices: tuple[Price, ...] = field(default=(), metadata=yaml(
+        "prices", Section(Price), "price per GPU-hour per GPU type (slurm-gpu report)"))
+    autoscale: Autoscale = field(default_factory=Autoscale, metadata=yaml(
+        "autoscale", Nested(Autoscale), "thresholds of slurm-gpu report --autoscale"))
     source: str = ""  # absolute path of the top file
 
     def partition(self, name: str | None) -> Partition | None:

@@ -150,7 +150,7 @@ def test_prolog_then_epilog_writes_map_and_stats_of_the_jobs_gpus_only(hooks: Ho
     assert g2["energy_j"] is not None and g2["energy_j"] > 0 and g2["uid"] == 1001 and g2["node"] == NODE
     assert lines[1]["processes"] == 0 and lines[1]["gpu_util_pct"] is None
     prom = (hooks.root / "textfile" / "slurm_gpu_gpu2.prom").read_text()
-    assert f'slurm_gpu_job_utilization_percent{{gpu="2",uuid="{g2["gpu_uuid"]}",jobid="{JOB}"}} 50.0' in prom
+    assert f'slurm_gpu_job_utilization_ratio{{gpu="2",uuid="{g2["gpu_uuid"]}",jobid="{JOB}"}} 0.5' in prom
     assert "# TYPE slurm_gpu_job_energy_joules gauge" in prom
     assert sorted(os.listdir(hooks.root / "textfile")) == ["slurm_gpu_gpu2.prom", "slurm_gpu_gpu3.prom"]
     assert hooks.drains() == []

@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``slurm-gpu report [--since 7d] [--until T] [--by user|account|partition|class] [--jobs LIST] [--json]
+[--html FILE] [--autoscale] [--policy FILE]``: GPU-hours allocated and effective, aggregate efficiency,
+idle GPU-hours, queue waits, preemptions and cost per effective GPU-hour; with ``--autoscale`` the
+scaling signal per GPU type (docs/report.md). Exit codes: 0 shown, 1 Slurm failure or invalid policy,
+2 usage."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("report", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--since", default="7d", show_default=True, metavar="T",
+              help="Start of the window: a duration before now (7d, 12h, 90m) or a date (2026-11-01[T08:00]).")
+@click.option("--until", default="now", show_default=True, metavar="T", help="End of the window (same forms).")
+@click.option("--by", type=click.Choice(["user", "account", "partition", "class"]), default=None,
+              help="Also break the figures down by this key.")
+@click.option("--jobs", default=None, metavar="LIST",
+              help="Only these jobs (comma-separated ids, as sacct -j), within the window.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON document (docs/report.md).")
+@click.option("--html", "html_file", default=None, metavar="FILE",
+              help="Also write the report as one self-contained HTML file with charts.")
+@click.option("--autoscale", is_flag=True,
+              help="Print the scaling signal per GPU type (pending demand, E, recommendation) instead.")
+@click.option("--policy", "policy_opt", default=None, metavar="FILE",
+              help="Site policy: classes, prices, autoscale thresholds [$GPUSUB_POLICY, then "
+                   "/etc/slurm-gpu/policy.yaml; none: by partition, no prices, default thresholds].")
+def report(since: str, until: str, by: str | None, jobs: str | None, as_json: bool, html_file: str | None,
+           autoscale: bool, policy_opt: str | None) -> None:
+    """How much of the GPU time allocated was used, by whom, at what cost; and whether to scale."""
+    from slurm_gpu.app.report import gather_autoscale, gather_rows, write_html
+    from slurm_gpu.cluster import autoscale as scale
+    from slurm_gpu.cluster import report as rep
+    from slurm_gpu.errors import SlurmGpuError, UsageError
+
+    try:
+        rows, start, end, policy = gather_rows(since, until, policy_opt, jobs=jobs)
+        doc = rep.report(rows, policy, by, start, end)
+        if html_file is not None:
+            write_html(html_file, rows, policy, by, start, end)
+        if autoscale:
+            doc = gather_autoscale(doc, policy)
+    except UsageError as exc:
+        raise click.UsageError(str(exc).splitlines()[0]) from None
+    except SlurmGpuError as exc:
+        raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    if as_json:
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        click.echo("\n".join(scale.lines(doc) if autoscale else rep.lines(doc)))
