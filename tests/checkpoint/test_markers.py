@@ -281,7 +281,8 @@ def _policy(tmp_path: Path, lines: str) -> tuple[object, list[str]]:
     text = POLICY.read_text(encoding="utf-8").replace("  signal_lead_time: 2m\n", "  signal_lead_time: 2m\n" + lines)
     assert lines in text
     for name in os.listdir(POLICY.parent):  # its includes, beside it
-        (tmp_path / name).write_bytes((POLICY.parent / name).read_bytes())
+        if (POLICY.parent / name).is_file():
+            (tmp_path / name).write_bytes((POLICY.parent / name).read_bytes())
     (tmp_path / "p.yaml").write_text(text, encoding="utf-8")
     result = check_policy(str(tmp_path / "p.yaml"))
     return result.policy, list(result.errors)
