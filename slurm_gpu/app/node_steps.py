@@ -24,7 +24,7 @@ from slurm_gpu.hooks.node import HealthFailure, Unavailable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:
-    from slurm_gpu.hooks.node import GpuId, HookContext
+    from slurm_gpu.hooks.node import GpuId, HookContext, Step
 
 KMSG_MAX_BYTES = 8 << 20
 
@@ -275,7 +275,9 @@ class AccountingStep:
             ctx.log(f"job {ctx.job.job_id}: textfile not written in {path}: {exc.strerror or exc}")
 
 
-def default_steps() -> tuple[HealthStep | JobMapStep | AccountingStep, ...]:
+def default_steps() -> tuple[Step, ...]:
     """Prolog order; the epilog runs them backwards, so HealthStep (last) kills leftover processes
     first and set-up steps tear down after it. MIG/MPS steps go just before HealthStep."""
-    return (JobMapStep(), AccountingStep(), HealthStep())
+    from slurm_gpu.app.node_share_steps import MigStep, MpsStep
+
+    return (JobMapStep(), AccountingStep(), MigStep(), MpsStep(), HealthStep())

@@ -58,3 +58,47 @@ def emit(policy_file: str, what: str | None, device_dir: str) -> None:
         click.echo(parts[what](), nl=False)
         return
     click.echo("\n".join(f"# ==> {name} <==\n{make()}" for name, make in parts.items()), nl=False)
+
+
+@admin.command("install")
+@click.option("--prefix", default=None, metavar="DIR", help="Where the shims and hooks.conf go [/etc/slurm-gpu].")
+@click.option("--policy", "policy_file", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="The site policy: hooks.conf policy=, job_submit.lua and the printed node/gres lines.")
+@click.option("--job-submit-dir", default=None, metavar="DIR",
+              help="Where job_submit.lua goes [the directory of $SLURM_CONF, else /etc/slurm].")
+@click.option("--no-job-submit", is_flag=True, help="Do not install job_submit.lua.")
+def install(prefix: str | None, policy_file: str | None, job_submit_dir: str | None, no_job_submit: bool) -> None:
+    """Install the node hooks' shims, hooks.conf and the compiled job_submit.lua, and print the
+    slurm.conf and gres.conf lines to add (docs/admin.md). Exit 0 installed, 1 failed, 2 usage."""
+    from slurm_gpu.app import admin as app
+    from slurm_gpu.app.job_submit import slurm_conf_dir
+    from slurm_gpu.errors import SlurmGpuError
+
+    prefix = prefix or app.DEFAULT_PREFIX
+    js = None if no_job_submit or not policy_file else (job_submit_dir or slurm_conf_dir())
+    try:
+        res = app.install(prefix, policy_file, job_submit_dir=js)
+        lines = app.slurm_lines(os.path.abspath(prefix), policy_file)
+    except (SlurmGpuError, OSError) as exc:
+        raise click.ClickException(str(exc).splitlines()[0]) from None
+    for name in res.written:
+        click.echo(f"# installed {res.prefix}/{name}")
+    for name in res.kept:
+        click.echo(f"# unchanged {res.prefix}/{name}")
+    if res.job_submit:
+        click.echo(f"# installed {res.job_submit}")
+    click.echo(lines, nl=False)
+
+
+@admin.command("check")
+@click.option("--prefix", default=None, metavar="DIR", help="The installation to check [/etc/slurm-gpu].")
+@click.option("--node", default=None, help="The node name in the policy [$SLURMD_NODENAME, else the host name].")
+def check(prefix: str | None, node: str | None) -> None:
+    """Verify an installation (like mig-parted assert): one line per check; exit 0 all good, 1 not."""
+    from slurm_gpu.app import admin as app
+
+    results = app.check(prefix or app.DEFAULT_PREFIX, node)
+    for good, line in results:
+        click.echo(f"{'ok  ' if good else 'FAIL'} {line}")
+    if not all(good for good, _ in results):
+        raise SystemExit(1)

@@ -80,6 +80,11 @@ DEFAULTS: dict[str, tuple[str, object]] = {
     # micro-controller halt, 64 row-remap failure, 74 NVLink, 79 fallen off the bus, 95 uncontained ECC,
     # 119/120 GSP, 140 unrecovered ECC. Others (13, 31, 43, 45, 94: application faults) are logged only.
     "xid_drain": ("ints", (48, 61, 62, 64, 74, 79, 95, 119, 120, 140)),
+    # per-job MIG and MPS (slurm_gpu/app/node_share_steps.py; docs/mig_mps.md): the site policy ("" = off)
+    "policy": ("path", ""),
+    "mps_dir": ("path", "/run/slurm-gpu/mps"),
+    "mps_control": ("path", "nvidia-cuda-mps-control"),
+    "mps_path": ("path", "/usr/bin:/bin"),
 }
 WORDS = {"gpu_ids": ("index", "minor")}
 ENV_CONF = "SLURM_GPU_HOOKS_CONF"

@@ -74,7 +74,8 @@ def policy_spec_factory(policy_path: str) -> SpecFactory:
 
 
 def default_hooks(job_submit_lua: str | None = None, prolog: str | None = None, epilog: str | None = None,
-                  task_prolog: str | None = None, *, job_submit_policy: bool | None = None) -> LabHooks:
+                  task_prolog: str | None = None, *, job_submit_policy: bool | None = None,
+                  node_hooks: bool | None = None) -> LabHooks:
     """Hooks wired into slurm.conf: job_submit.lua compiled from the lab policy unless
     ``job_submit_policy`` is false (``lab up --no-job-submit``; None: on unless SLURM_GPU_LAB_JOB_SUBMIT=0),
     and the paths given (``lab up --prolog ...``; ``--job-submit-lua`` wins over the compiled script)."""
@@ -83,8 +84,12 @@ def default_hooks(job_submit_lua: str | None = None, prolog: str | None = None, 
 
     if job_submit_policy is None:
         job_submit_policy = os.environ.get("SLURM_GPU_LAB_JOB_SUBMIT", "1") != "0"
+    if node_hooks is None:  # slurm-gpu's own Prolog/Epilog/TaskProlog (lab/nodehooks.py)
+        from slurm_gpu.lab.nodehooks import enabled_by_env
+
+        node_hooks = enabled_by_env()
     return LabHooks(job_submit_lua=_abs(job_submit_lua), prolog=_abs(prolog), epilog=_abs(epilog),
-                    task_prolog=_abs(task_prolog), job_submit_policy=job_submit_policy)
+                    task_prolog=_abs(task_prolog), job_submit_policy=job_submit_policy, node_hooks=node_hooks)
 
 
 def slurm_version() -> tuple[int, int, int]:
@@ -193,12 +198,16 @@ class Lab(LabDaemons):
         restart: bool = False,
         policy_path: str | None = None,
     ) -> float:
-        hooks = hooks or LabHooks()
+        from slurm_gpu.lab import nodehooks
+
+        hooks = nodehooks.wire(hooks or LabHooks(), self.paths.lab_dir)
         t0 = time.monotonic()
         if not restart and self.healthy() and self._config_unchanged(spec_factory, hooks):
             if policy_path:  # same config, maybe from another checkout: the lab keeps its own copy
                 self._copy_policy(policy_path, hooks)
                 Path(self.paths.env_file).write_text(self.env_text())
+            if hooks.node_hooks:
+                nodehooks.install(self.paths.lab_dir, self._read("policy"), repo_root(), self.say)
             self.say(f"lab already up and healthy ({self._ms(t0)}); use --restart to start afresh")
             return time.monotonic() - t0
         self._down(quiet=True)
@@ -231,6 +240,8 @@ class Lab(LabDaemons):
             self._copy_policy(policy_path, hooks)
         elif hooks.job_submit == "policy":
             self._install_job_submit()
+        if hooks.node_hooks:
+            nodehooks.install(p.lab_dir, self._read("policy"), repo_root(), self.say)
         self.say(
             f"Slurm {version_text(version)}; nodes {','.join(spec.node_names)}; gpu types "
             f"{','.join(spec.gpu_types)}; conf {self.slurm_conf} ({self._ms(t)})"

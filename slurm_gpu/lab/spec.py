@@ -48,6 +48,7 @@ class LabHooks:
     epilog: str | None = None
     task_prolog: str | None = None
     epilog_slurmctld: str | None = None  # EpilogSlurmctld= (slurmctld reads it only when it starts)
+    node_hooks: bool = False  # install slurm-gpu's own Prolog/Epilog/TaskProlog (slurm_gpu/lab/nodehooks.py)
 
     @property
     def job_submit(self) -> str | None:

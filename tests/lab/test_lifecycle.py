@@ -35,7 +35,8 @@ def lab_processes(lab_dir: str, slurm_conf: str) -> list[tuple[int, str]]:
         except OSError:
             continue
         sockets = procs.unix_socket_paths(pid)
-        if lab_dir in cmdline or procs.has_env(pid, "SLURM_CONF", slurm_conf) or any(lab_dir in s for s in sockets):
+        inside = lab_dir.rstrip("/") + "/"  # not a second lab beside it (/tmp/slurm-gpu-lab-replay)
+        if inside in cmdline or procs.has_env(pid, "SLURM_CONF", slurm_conf) or any(inside in s for s in sockets):
             out.append((pid, name))
     return out
 
