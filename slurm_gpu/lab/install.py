@@ -12,8 +12,11 @@ CORE_PACKAGES = ("munge", "slurmctld", "slurmd", "slurm-client", "slurm-wlm-basi
 ACCOUNTING_PACKAGES = ("slurmdbd", "mariadb-server")
 # the tests compile a stand-in libnvidia-ml.so.1 (tests/nvml_standin, docs/nvml_standin.md)
 BUILD_PACKAGES = ("gcc", "libc6-dev")
+# the HTML report is opened in the distribution's headless chromium (tests/cluster/test_report_html.py)
+BROWSER_PACKAGES = ("chromium-headless-shell",)
 # Each line is one `A + B` of tuples: CI tooling that prefetches the packages reads them with a small AST reader.
-TOOL_PACKAGES = ACCOUNTING_PACKAGES + BUILD_PACKAGES
+TEST_PACKAGES = BUILD_PACKAGES + BROWSER_PACKAGES
+TOOL_PACKAGES = ACCOUNTING_PACKAGES + TEST_PACKAGES
 PACKAGES = CORE_PACKAGES + TOOL_PACKAGES
 POLICY_RC_D = "/usr/sbin/policy-rc.d"
 
