@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``slurm-gpu simulate --policy P [--policy P2 ...] --trace T --out DIR``: replay a job trace through
-site policies and a model of Slurm's scheduler (docs/simulate.md).
+site policies and a model of Slurm's scheduler (docs/simulate.md). ``--replay-in-lab`` /
+``--replay-from RECORD``: the validation against real Slurm (slurm_gpu/app/replay.py).
 
 Exit codes: 0 simulated, 1 a bad trace or policy, 2 usage (a bad option, a missing or unreadable file).
 """
@@ -29,11 +30,38 @@ import click
               help="The jobs' checkpoint interval (0: none; a preempted run loses all its work).")
 @click.option("--fairshare-weight", type=click.IntRange(min=0), default=0, show_default=True,
               help="PriorityWeightFairshare (classic fair share; 0: off).")
+@click.option("--replay-in-lab", is_flag=True,
+              help="Submit the compressed trace to the lab (SLURM_CONF) as sleep jobs, record the real starts "
+                   "into OUT/lab-replay.csv and compare them with the simulation under the lab's parameters.")
+@click.option("--replay-from", type=click.Path(dir_okay=False), default=None,
+              help="Compare a recorded replay (a lab-replay.csv) with the simulation, without the lab.")
+@click.option("--compress", "factor", type=click.FloatRange(min=1), default=15.0, show_default=True,
+              help="Replay: the time compression (submit and run times divided by it; limits in whole minutes).")
+@click.option("--lab-user", default="labuser", show_default=True, help="Replay: the user who submits.")
 def simulate(policies: tuple[str, ...], trace: str, fmt: str | None, out_dir: str, no_backfill: bool,
              bf_window: str, bf_interval: str, bf_max_job_test: int, preempt_type: str, ckpt_interval: str,
-             fairshare_weight: int) -> None:
+             fairshare_weight: int, replay_in_lab: bool, replay_from: str | None, factor: float,
+             lab_user: str) -> None:
     """Replay a job trace through one or more site policies and Slurm's scheduler model."""
     from slurm_gpu.errors import SlurmGpuError
+
+    if replay_in_lab or replay_from:
+        if len(policies) != 1 or (replay_in_lab and replay_from):
+            raise click.UsageError("a replay takes one --policy, and --replay-in-lab or --replay-from, not both")
+        from slurm_gpu.app import replay
+
+        try:
+            if replay_in_lab:
+                text = replay.replay_in_lab(policies[0], trace, out_dir, factor, fmt, lab_user,
+                                            say=lambda m: click.echo(m, err=True))
+            else:
+                assert replay_from is not None
+                text = replay.replay_from(policies[0], trace, out_dir, factor, replay_from, fmt)
+        except SlurmGpuError as exc:
+            click.echo(f"slurm-gpu simulate: {str(exc).splitlines()[0]}", err=True)
+            sys.exit(exc.exit_code)
+        click.echo(text, nl=False)
+        return
     from slurm_gpu.sim.params import Params
     from slurm_gpu.units import UnitError, parse_time_seconds
 

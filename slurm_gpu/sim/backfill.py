@@ -181,8 +181,10 @@ class Plan:
 
 
 def backfill_pass(now: int, pending: list[SimJob], cluster: Cluster, running: Iterable[SimJob],
-                  params: Params, start: Callable[[SimJob, list[int]], None]) -> int:
-    """One backfill pass over ``pending`` (in priority order); returns the number of jobs started."""
+                  params: Params, start: Callable[[SimJob, list[int]], None],
+                  under_limit: Callable[[SimJob], bool] | None = None) -> int:
+    """One backfill pass over ``pending`` (in priority order); returns the number of jobs started. A job
+    over a per-user limit (``under_limit`` false) is skipped and reserves nothing."""
     plan = Plan(now, cluster, running)
     horizon = now + params.bf_window_s
     started = 0
@@ -190,7 +192,7 @@ def backfill_pass(now: int, pending: list[SimJob], cluster: Cluster, running: It
     # earlier than that one did (nor at all, when that one did not fit within the window).
     lower: dict[tuple[str, str | None, int, int, int, int], int] = {}
     for job in pending[: params.bf_max_job_test]:
-        if job.state != "PENDING":
+        if job.state != "PENDING" or (under_limit is not None and not under_limit(job)):
             continue
         group = cluster.group(job.partition, job.gpu_type)
         length = job.limit if job.limit is not None else NO_LIMIT_S

@@ -4,12 +4,14 @@
 At each time, ends come first (their GPUs are free for what is submitted at the same second), then
 submits; then priorities are recomputed when PriorityCalcPeriod has passed, then the main scheduler
 runs. Backfill runs at multiples of ``bf_interval`` after anything changed. A run lasts the job's
-remaining work, cut at its time limit (state TIMEOUT); a preemption ends it after the grace time.
+remaining work, cut at its time limit (state TIMEOUT); a preemption ends it after the grace time. A
+run's GPUs are free ``release_s`` after its end (Slurm's COMPLETING; 0 by default).
 """
 
 from __future__ import annotations
 
 import heapq
+from typing import Protocol
 
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.policy.model import Policy
@@ -22,6 +24,10 @@ from slurm_gpu.sim.scheduler import main_pass
 from slurm_gpu.sim.traces import Trace, TraceJob
 
 END, PREEMPT_END, SUBMIT, BACKFILL = 0, 1, 2, 3
+
+
+class Routes(Protocol):
+    def route(self, job: TraceJob) -> Route | str: ...
 
 
 class Result(NamedTuple):
@@ -70,6 +76,15 @@ class Engine:
         self.passes = 0
         self.finish = 0
         self.prio: Prioritiser | None = None
+        # QOS MaxTRESPerUser=gres/gpu (AccountingStorageEnforce=limits,qos): GPUs running per (QOS, user)
+        self.user_max = {q.name: q.max_gpus_per_user for q in policy.qos if q.max_gpus_per_user is not None}
+        self.user_gpus: dict[tuple[str | None, str | None], float] = {}
+
+    def under_limit(self, job: SimJob) -> bool:
+        """Whether starting ``job`` keeps its user within its QOS's GPUs per user (Slurm leaves a job over
+        it pending, reason QOSMaxGRESPerUser, without blocking the jobs after it)."""
+        cap = self.user_max.get(job.qos or "")
+        return cap is None or self.user_gpus.get((job.qos, job.user), 0.0) + job.gpus <= cap
 
     def push(self, t: int, kind: int, idx: int = -1, run: int = 0) -> None:
         self.seq += 1
@@ -85,19 +100,22 @@ class Engine:
             job.first_start = now
         job.state = "RUNNING"
         job.run += 1
+        if job.qos in self.user_max:
+            key = (job.qos, job.user)
+            self.user_gpus[key] = self.user_gpus.get(key, 0.0) + job.gpus
         length = job.work if job.limit is None else min(job.work, job.limit)
         job.end = now + length
         self.running[job.idx] = job
         if job.preemptible or job.qos in self.preemptable_qos:
             self.victims[job.idx] = job
-        self.push(job.end, END, job.idx, job.run)
+        self.push(job.end + self.params.release_s, END, job.idx, job.run)
         self.changed = True
 
     def preempt(self, job: SimJob, victims: list[SimJob]) -> None:
         for v in victims:
             v.state = "PREEMPTING"
             v.end = self.now + v.grace_s
-            self.push(v.end, PREEMPT_END, v.idx, v.run)
+            self.push(v.end + self.params.release_s, PREEMPT_END, v.idx, v.run)
             self.preemptor[v.idx] = job
             job.waiting += 1
 
@@ -107,9 +125,12 @@ class Engine:
         self.cluster.release(job.alloc)
         job.alloc = ()
         del self.running[job.idx]
+        if job.qos in self.user_max:
+            self.user_gpus[(job.qos, job.user)] -= job.gpus
         self.victims.pop(job.idx, None)
-        ran = self.now - job.start
-        job.end = self.now
+        ended = self.now - self.params.release_s  # the GPUs were held release_s longer (COMPLETING)
+        ran = ended - job.start
+        job.end = ended
         job.gpu_s += job.gpus * ran
         if self.prio is not None and self.prio.fairshare is not None:
             self.prio.fairshare.decay_to(self.now)
@@ -117,7 +138,7 @@ class Engine:
         by = self.preemptor.pop(job.idx, None)
         if by is not None:
             by.waiting -= 1
-        self.finish = max(self.finish, self.now)
+        self.finish = max(self.finish, ended)
         self.changed = True
         return ran
 
@@ -145,8 +166,8 @@ class Engine:
 
     # ---- the loop ----
 
-    def run(self, trace: Trace) -> Result:
-        router = Router(self.policy)
+    def run(self, trace: Trace, router: Routes | None = None) -> Result:
+        router = router or Router(self.policy)
         rejected: list[tuple[TraceJob, str]] = []
         for tj in trace.jobs:
             route = router.route(tj)
@@ -191,14 +212,16 @@ class Engine:
             if self.pending:
                 self.pending.sort(key=order_key)
                 self.passes += 1
-                if main_pass(self.pending, self.cluster, p, self.victims.values(), self.start, self.preempt):
+                if main_pass(self.pending, self.cluster, p, self.victims.values(), self.start, self.preempt,
+                             self.under_limit if self.user_max else None):
                     self.pending = [j for j in self.pending if j.state == "PENDING"]
             if backfill_now:
                 self.bf_due = None
                 if self.pending and self.changed:
                     self.changed = False
                     self.passes += 1
-                    if backfill_pass(now, self.pending, self.cluster, list(self.running.values()), p, self.start):
+                    if backfill_pass(now, self.pending, self.cluster, list(self.running.values()), p, self.start,
+                                     self.under_limit if self.user_max else None):
                         self.pending = [j for j in self.pending if j.state == "PENDING"]
             if p.backfill and self.pending and self.changed and self.bf_due is None:
                 self.bf_due = now + (-(now - begin)) % p.bf_interval_s
@@ -209,6 +232,8 @@ class Engine:
                       self.passes)
 
 
-def simulate(trace: Trace, policy: Policy, params: Params | None = None) -> Result:
-    """Replay ``trace`` through ``policy`` and the scheduler model (pure: data in, data out)."""
-    return Engine(policy, params or Params()).run(trace)
+def simulate(trace: Trace, policy: Policy, params: Params | None = None, router: Routes | None = None) -> Result:
+    """Replay ``trace`` through ``policy`` and the scheduler model (pure: data in, data out). ``router``:
+    the routes of the jobs when they are decided elsewhere (the lab replay routes the uncompressed
+    trace); default: the policy's classifier."""
+    return Engine(policy, params or Params()).run(trace, router)

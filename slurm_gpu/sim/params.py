@@ -29,6 +29,7 @@ class Params(NamedTuple):
     calc_period_s: int = 300  # PriorityCalcPeriod
     preempt_type: PreemptType = "partition_prio"  # PreemptType (what `slurm-gpu admin emit` writes)
     ckpt_interval_s: int = 0  # the jobs' checkpoint interval; 0: none (a preempted run loses all its work)
+    release_s: int = 0  # a run's GPUs are free this long after it ends (COMPLETING, epilog, the next pass)
 
 
 class SimJob:

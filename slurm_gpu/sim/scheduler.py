@@ -53,14 +53,18 @@ def choose_victims(params: Params, job: SimJob, cluster: Cluster, running: Itera
 
 def main_pass(pending: list[SimJob], cluster: Cluster, params: Params, running: Iterable[SimJob],
               start: Callable[[SimJob, list[int]], None],
-              preempt: Callable[[SimJob, list[SimJob]], None]) -> int:
-    """One pass of the main scheduler over ``pending`` (in order); returns the number of jobs started."""
+              preempt: Callable[[SimJob, list[SimJob]], None],
+              under_limit: Callable[[SimJob], bool] | None = None) -> int:
+    """One pass of the main scheduler over ``pending`` (in order); returns the number of jobs started.
+    A job over a per-user limit (``under_limit`` false) is passed over without blocking anything."""
     blocked_parts: set[str] = set()
     withheld: set[int] = set()
     started = 0
     parts = {j.partition for j in pending}
     for job in pending:
         if job.state != "PENDING" or job.partition in blocked_parts:
+            continue
+        if under_limit is not None and not under_limit(job):
             continue
         group = cluster.group(job.partition, job.gpu_type)
         allowed = frozenset(i for i in group if i not in withheld) if withheld else None

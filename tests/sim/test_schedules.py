@@ -168,3 +168,32 @@ def test_a_job_that_would_delay_a_gang_reservation_waits() -> None:
     # d's limit 11m would end at 1260 > 1200: it waits for c, and starts when c ends
     got = schedule(run(GANG_RESERVATION.format(d_limit=11)))
     assert got == {"a": (0, 600), "b": (0, 1200), "c": (1200, 1260), "d": (1260, 1560)}
+
+
+def test_qos_gpus_per_user_hold_the_users_jobs_but_block_no_one() -> None:
+    # QOS normal with max_gpus_per_user=2 (MaxTRESPerUser=gres/gpu=2): a (u, 2 GPUs) runs 0-100; b (u, 1 GPU)
+    # would make u's 3 GPUs: it waits (QOSMaxGRESPerUser) until a ends at 100 and runs 100-150; c (v, 1 GPU),
+    # submitted after b, is not blocked by it and starts at 0
+    import dataclasses
+
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+    from tests.sim.helpers import TINY
+
+    qos = tuple(dataclasses.replace(q, max_gpus_per_user=2) if q.name == "normal" else q for q in TINY.qos)
+    policy = dataclasses.replace(TINY, qos=qos)
+    text = "job_id,user,gpu_num,submit_time,duration\na,u,2,0,100\nb,u,1,0,50\nc,v,1,0,30\n"
+    for backfill in (False, True):
+        got = schedule(simulate(read_trace(text.splitlines(), "t.csv"), policy, Params(backfill=backfill,
+                                                                                        bf_interval_s=1)))
+        assert got == {"a": (0, 100), "b": (100, 150), "c": (0, 30)}
+    assert schedule(simulate(read_trace(text.splitlines(), "t.csv"), TINY, Params()))["b"] == (0, 50)
+
+
+def test_release_time_holds_the_gpus_after_a_run_ends() -> None:
+    # release_s=2: a (8 GPUs) ends at 100 but its GPUs are free at 102, so b starts at 102 (reported end
+    # of a: 100); without it b starts at 100
+    text = "job_id,user,gpu_num,node_num,submit_time,duration\na,u,8,2,0,100\nb,u,4,1,10,50\n"
+    assert schedule(run(text, release_s=2)) == {"a": (0, 100), "b": (102, 152)}
+    assert schedule(run(text)) == {"a": (0, 100), "b": (100, 150)}

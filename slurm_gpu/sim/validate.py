@@ -1,0 +1,208 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Validation against real Slurm, the pure part (docs/simulate.md "Validation against real Slurm").
+
+- :func:`lab_trace`: the seeded 200-job trace for the lab (the rule is in its docstring);
+- :func:`compress`: a routed trace made ``factor`` times faster, with time limits in whole minutes
+  (Slurm keeps limits in minutes), routed on the uncompressed jobs (the class depends on the limit);
+- :func:`params_from_conf`: the simulator's parameters that match a slurm.conf (the lab's);
+- :func:`release_gap`: the lab's release time, measured from a real run;
+- :func:`kendall_tau_b` and :func:`compare`: the start order's rank correlation and the per-job
+  start-time error between a simulation and a real run.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+
+from slurm_gpu.plain import NamedTuple
+from slurm_gpu.sim.params import Params
+from slurm_gpu.sim.routing import Route
+from slurm_gpu.sim.traces import Trace, TraceJob
+
+LAB_TRACE_COLUMNS = "job_id,user,account,gpu_num,node_num,gpu_type,partition,state,submit_time,duration,time_limit"
+
+
+def lab_trace(seed: int = 14, jobs: int = 200) -> str:
+    """The lab validation trace as CSV text (uncompressed seconds; meant for ``compress(.., 15)``).
+
+    Arrivals: gaps of 15 s x a geometric-like draw (``round(expovariate(1/2.4))``, mean ~36 s). Each job
+    draws its kind: 10 % debug (1 GPU, or 2 with p 1/4; 4-10 min; limit 15m), 10 % spot (partition spot,
+    1/2/4 GPUs; 5-15 min; limit 45m), 5 % priority (account hpc-priority, 8 GPUs or 16 on two nodes
+    with p 2/5; 3-6 min; limit 45m), else production (1/2/4/8 GPUs with weights 55/25/13/7; 3-8 min;
+    limit 45m). The GPU type is h100 for 8 and 16 GPUs, else a100 with p 3/10. Durations are multiples
+    of 15 s. The policy's classifier decides the class (a 45-minute limit keeps 1-2 GPU jobs out of
+    debug)."""
+    rng = random.Random(seed)
+    rows = [LAB_TRACE_COLUMNS]
+    t = 0
+    for i in range(1, jobs + 1):
+        t += 15 * round(rng.expovariate(1 / 2.4))
+        u = rng.random()
+        account, partition, limit = "lab", "", "45"
+        if u < 0.10:
+            gpus, lo, hi, limit = (2 if rng.random() < 0.25 else 1), 4, 10, "15"
+        elif u < 0.20:
+            gpus, lo, hi, partition = rng.choice((1, 2, 4)), 5, 15, "spot"
+        elif u < 0.25:
+            gpus, lo, hi, account = (16 if rng.random() < 0.4 else 8), 3, 6, "hpc-priority"
+        else:
+            gpus, lo, hi = rng.choices((1, 2, 4, 8), (55, 25, 13, 7))[0], 3, 8
+        gtype = "h100" if gpus >= 8 or rng.random() >= 0.3 else "a100"
+        duration = rng.randrange(lo * 60, hi * 60 + 1, 15)
+        nodes = 2 if gpus == 16 else 1
+        rows.append(f"r{i},labuser,{account},{gpus},{nodes},{gtype},{partition},COMPLETED,{t},{duration},{limit}")
+    return "\n".join(rows) + "\n"
+
+
+class Replayed(NamedTuple):
+    """One job of a compressed trace: the job as simulated and submitted, and its route."""
+
+    job: TraceJob
+    route: Route
+
+
+def compress(trace: Trace, routes: Sequence[Route | str], factor: float) -> tuple[list[Replayed], list[str]]:
+    """The routed jobs ``factor`` times faster: submit times from the first submit and run times divided
+    by ``factor`` (rounded to seconds; at least 1 s), time limits divided and rounded up to whole
+    minutes. Returns the jobs and the ids of the rejected ones."""
+    t0 = min((j.submit for j in trace.jobs), default=0)
+    out: list[Replayed] = []
+    rejected: list[str] = []
+    for tj, route in zip(trace.jobs, routes, strict=True):
+        if isinstance(route, str):
+            rejected.append(tj.job_id)
+            continue
+        limit = None if route.time_limit_s is None else 60 * max(1, math.ceil(route.time_limit_s / factor / 60))
+        job = tj._replace(submit=round((tj.submit - t0) / factor), duration=max(1, round(tj.duration / factor)),
+                          time_limit_s=limit)
+        out.append(Replayed(job, route._replace(time_limit_s=limit)))
+    return out, rejected
+
+
+class FixedRoutes:
+    """Routes decided beforehand (by job id), for :func:`slurm_gpu.sim.engine.simulate`."""
+
+    def __init__(self, jobs: Sequence[Replayed]) -> None:
+        self._routes = {r.job.job_id: r.route for r in jobs}
+
+    def route(self, job: TraceJob) -> Route | str:
+        return self._routes.get(job.job_id, "not in the replay")
+
+
+def params_from_conf(text: str, version: tuple[int, ...] = (22, 5)) -> Params:
+    """The simulator's parameters for a slurm.conf (the lab's: slurm_gpu/lab/config.py). The mapping:
+
+    - ``SchedulerType=sched/builtin`` -> no backfill; ``SchedulerParameters`` ``bf_interval`` (s),
+      ``bf_window`` (min), ``bf_max_job_test`` -> the same (Slurm's defaults 30 s, 1 day, 500 otherwise);
+    - ``PriorityType``: ``priority/basic`` (the default before 23.11) -> every weight 0 (jobs in submit
+      order within their partition's PriorityTier); ``priority/multifactor`` -> ``PriorityWeightAge,
+      QOS, Partition, Fairshare``, ``PriorityMaxAge``, ``PriorityDecayHalfLife``, ``PriorityCalcPeriod``;
+    - ``PreemptType``: ``preempt/partition_prio`` or ``preempt/qos``, else off.
+
+    Not modelled: ``sched_interval`` (the simulated main scheduler runs at every event, as Slurm's does
+    on submissions and ends), ``bf_resolution``, ``batch_sched_delay``."""
+    from slurm_gpu.units import parse_time_seconds
+
+    conf: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        for word in line.split():
+            if "=" in word:
+                key, _, value = word.partition("=")
+                conf.setdefault(key.lower(), value)
+    sched = dict(w.partition("=")[::2] for w in conf.get("schedulerparameters", "").split(",") if w)
+    default_prio = "priority/multifactor" if tuple(version[:2]) >= (23, 11) else "priority/basic"
+    multifactor = conf.get("prioritytype", default_prio) == "priority/multifactor"
+
+    def weight(key: str) -> int:
+        return int(conf.get(f"priorityweight{key}", "0")) if multifactor else 0
+
+    def secs(key: str, default: int, minutes: bool = False) -> int:
+        v = conf.get(key)
+        if v is None:
+            return default
+        return int(v) * 60 if minutes and v.isdigit() else parse_time_seconds(v)
+
+    preempt = conf.get("preempttype", "preempt/none").removeprefix("preempt/")
+    return Params(
+        backfill=conf.get("schedulertype", "sched/backfill") != "sched/builtin",
+        bf_window_s=int(sched.get("bf_window", "1440")) * 60, bf_interval_s=int(sched.get("bf_interval", "30")),
+        bf_max_job_test=int(sched.get("bf_max_job_test", "500")),
+        weight_age=weight("age"), weight_qos=weight("qos"), weight_partition=weight("partition"),
+        weight_fairshare=weight("fairshare"), max_age_s=secs("prioritymaxage", 7 * 86400, True),
+        half_life_s=secs("prioritydecayhalflife", 7 * 86400, True),
+        calc_period_s=secs("prioritycalcperiod", 300, True),
+        preempt_type=preempt if preempt in ("partition_prio", "qos") else "off",  # type: ignore[arg-type]
+        ckpt_interval_s=0)
+
+
+def release_gap(runs: Sequence[tuple[int, int, int]]) -> int:
+    """The lab's release time (``Params.release_s``), measured from a real run's (submit, start, end)
+    triples: over the jobs that waited, the median of start - the latest end at or before it (whole
+    seconds, rounded down). It is what the scheduler and the nodes add after a job ends before its GPUs
+    run the next one (COMPLETING, the epilog report, the next scheduling pass); 0 when no job waited."""
+    ends = sorted(end for _s, _b, end in runs)
+    gaps: list[float] = []
+    for submit, start, _end in runs:
+        if start > submit:
+            before = [e for e in ends if e <= start]
+            if before:
+                gaps.append(start - before[-1])
+    m = median(gaps)
+    return 0 if m is None else int(m)
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's tau-b of paired values: (concordant - discordant) / sqrt((n0 - tx) (n0 - ty)), with n0
+    the pairs and tx, ty the pairs tied in x, in y. None when either side is all ties (or < 2 values)."""
+    if len(x) != len(y):
+        raise ValueError("kendall_tau_b: x and y differ in length")
+    n = len(x)
+    conc = disc = tx = ty = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx, dy = x[i] - x[j], y[i] - y[j]
+            if dx == 0 or dy == 0:
+                tx += dx == 0
+                ty += dy == 0
+            elif (dx > 0) == (dy > 0):
+                conc += 1
+            else:
+                disc += 1
+    n0 = n * (n - 1) // 2
+    denom = (n0 - tx) * (n0 - ty)
+    return None if denom <= 0 else (conc - disc) / math.sqrt(denom)
+
+
+def median(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    m = len(s) // 2
+    return float(s[m]) if len(s) % 2 else (s[m - 1] + s[m]) / 2
+
+
+class Comparison(NamedTuple):
+    jobs: int  # jobs started in both
+    tau_b: float | None  # start order, simulated against real
+    median_abs_error_s: float | None
+    mean_wait_s: float | None  # real first start - real submit, mean
+    error_of_wait: float | None  # median_abs_error_s / mean_wait_s
+    missing: tuple[str, ...]  # jobs started in only one of the two
+
+
+def compare(real: Mapping[str, tuple[int, int]], simulated: Mapping[str, int | None]) -> Comparison:
+    """``real``: job id -> (submit, first start); ``simulated``: job id -> first start (None: never).
+    Times in seconds on the same axis."""
+    ids = sorted(k for k in real if simulated.get(k) is not None)
+    missing = tuple(sorted(set(real) ^ {k for k, v in simulated.items() if v is not None}))
+    rs = [float(real[k][1]) for k in ids]
+    ss = [float(simulated[k] or 0) for k in ids]
+    errors = [abs(a - b) for a, b in zip(rs, ss, strict=True)]
+    waits = [real[k][1] - real[k][0] for k in ids]
+    mae = median(errors)
+    mean_wait = sum(waits) / len(waits) if waits else None
+    ratio = mae / mean_wait if mae is not None and mean_wait else None
+    return Comparison(len(ids), kendall_tau_b(ss, rs), mae, mean_wait, ratio, missing)
