@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         def clear_accounting(self, gpu: GpuId) -> None: ...
         def samples(self, gpu: GpuId) -> list[Sample]: ...
         def energy_mj(self, gpu: GpuId) -> int | None: ...
+        def mig_enabled(self) -> tuple[int, ...]: ...
         def close(self) -> None: ...
 
 
@@ -193,6 +194,18 @@ class NvmlNode:
     def energy_mj(self, gpu: GpuId) -> int | None:
         value = self._call(gpu.label(), self.N.nvmlDeviceGetTotalEnergyConsumption, self._h(gpu), optional=True)
         return None if value is None else int(value)
+
+    def mig_enabled(self) -> tuple[int, ...]:
+        """NVML indices of the GPUs whose current MIG mode is on (none where NVML cannot say)."""
+        out = []
+        for i, h in self._handles.items():
+            try:
+                mode = self._call(f"GPU {i}", self.N.nvmlDeviceGetMigMode, h, optional=True)
+            except (GpuLost, Unavailable):
+                continue
+            if mode is not None and int(mode[0]) == 1:
+                out.append(i)
+        return tuple(out)
 
     def close(self) -> None:
         try:

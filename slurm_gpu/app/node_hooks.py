@@ -210,6 +210,14 @@ def _task_file(cfg: Mapping[str, Any], job: Job, lines: list[str] | None, log: C
         os.close(fd)
 
 
+def _mig_on(node: Any, log: Callable[[str], None]) -> bool:
+    try:
+        return bool(node.mig_enabled())
+    except Exception as exc:  # noqa: BLE001 - asking cannot fail the node
+        log(f"MIG mode unknown: {type(exc).__name__}: {str(exc)[:200]}")
+        return False
+
+
 def _run(phase: str, job: Job, cfg: Mapping[str, Any], steps: Sequence[Step], log: Callable[[str], None]) -> list[str]:
     import json
 
@@ -226,6 +234,12 @@ def _run(phase: str, job: Job, cfg: Mapping[str, Any], steps: Sequence[Step], lo
             node.close()
         node = None
     gpus, missing = map_gpus(job.gpu_tokens, devices, str(cfg["gpu_ids"]))
+    if missing and node is not None and _mig_on(node, log):
+        # On a node with static MIG slices (gres.conf lists MIG devices), Slurm's ids number the slices,
+        # not whole GPUs: an id past the GPU count is no lost GPU; the MIG step handles slices.
+        log(f"job {job.job_id}: GPU ids {','.join(missing)} are MIG slice ids (MIG mode is on here): "
+            "whole-GPU checks skip them, nothing drained")
+        missing = []
     failures = [f"GPU {m} allocated by Slurm but not found by NVML ({len(devices or ())} GPUs seen)"
                 for m in missing]
     log(f"job {job.job_id}: {phase}: GPUs " + ", ".join(

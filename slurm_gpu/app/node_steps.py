@@ -254,6 +254,7 @@ class AccountingStep:
                 continue
             lines.append(json.dumps(rec, sort_keys=True) + "\n")
             self._textfile(ctx, g, rec)
+        mine["lines"] = lines  # this node's records, for SummaryStep (node_summary.py)
         acct = str(ctx.config["accounting_file"])
         if acct and lines:
             try:
@@ -279,5 +280,6 @@ def default_steps() -> tuple[Step, ...]:
     """Prolog order; the epilog runs them backwards, so HealthStep (last) kills leftover processes
     first and set-up steps tear down after it. MIG/MPS steps go just before HealthStep."""
     from slurm_gpu.app.node_share_steps import MigStep, MpsStep
+    from slurm_gpu.app.node_summary import SummaryStep  # before AccountingStep: its epilog runs after it
 
-    return (JobMapStep(), AccountingStep(), MigStep(), MpsStep(), HealthStep())
+    return (JobMapStep(), SummaryStep(), AccountingStep(), MigStep(), MpsStep(), HealthStep())

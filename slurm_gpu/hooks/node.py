@@ -85,6 +85,8 @@ DEFAULTS: dict[str, tuple[str, object]] = {
     "mps_dir": ("path", "/run/slurm-gpu/mps"),
     "mps_control": ("path", "nvidia-cuda-mps-control"),
     "mps_path": ("path", "/usr/bin:/bin"),
+    # the job's GPU summary in its AdminComment (slurm_gpu/app/node_summary.py; docs/hooks.md): on/off, clients
+    "admin_comment": ("bool", True), "sacct": ("path", "sacct"), "sacctmgr": ("path", "sacctmgr"),
 }
 WORDS = {"gpu_ids": ("index", "minor")}
 ENV_CONF = "SLURM_GPU_HOOKS_CONF"

@@ -85,7 +85,9 @@ class Hooks:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SLURM_JOB_ID": str(JOB), "SLURM_JOB_UID": "1001",
                "SLURMD_NODENAME": NODE, "SLURM_JOB_GPUS": self.gpus, "CUDA_VISIBLE_DEVICES": self.gpus,
                "LD_LIBRARY_PATH": str(self.lib_dir), "SLURM_GPU_NVML_STANDIN": str(self.state_file),
-               "SLURM_GPU_HOOKS_CONF": str(self.conf), "PYTHONWARNINGS": "error"}
+               "SLURM_GPU_HOOKS_CONF": str(self.conf), "PYTHONWARNINGS": "error",
+               # no sacct/sacctmgr against whatever cluster this machine's slurm.conf names
+               "SLURM_GPU_HOOKS_ADMIN_COMMENT": "no"}
         env.update(extra)
         return {k: v for k, v in env.items() if v is not None}
 
@@ -331,6 +333,18 @@ def test_xid_during_the_job(hooks: Hooks):
 def test_gpu_not_seen_by_nvml_drains(hooks: Hooks):
     ok(hooks.run("epilog", SLURM_JOB_GPUS="2,9"))
     assert "GPU 9 allocated by Slurm but not found by NVML (8 GPUs seen)" in drain_reason(hooks)
+
+
+def test_slice_ids_on_a_static_mig_node_drain_nothing(hooks: Hooks):
+    """Static MIG: gres.conf lists slices, so Slurm's ids (0-11 for 12 slices on 4 GPUs) pass the GPU count;
+    with MIG mode on they are no lost GPU."""
+    def mig_on(d):
+        d["gpus"][1]["mig_current"] = 1
+    hooks.node(edit=mig_on)
+    ok(hooks.run("prolog", SLURM_JOB_GPUS="9"))
+    err = ok(hooks.run("epilog", SLURM_JOB_GPUS="9"))
+    assert hooks.drains() == [], err
+    assert "MIG slice ids" in err
 
 
 # ---------------------------------------------------------------------------------------- task prolog / steps
