@@ -100,13 +100,16 @@ def test_slurm_conf_declares_the_mig_types_gres_conf_lists() -> None:
 
 
 @pytest.mark.slurm
-def test_slurmd_reads_the_emitted_mig_gres_conf(tmp_path: Path) -> None:
+@pytest.mark.slurm
+def test_slurmd_reads_the_emitted_mig_gres_conf(tmp_path: Path, slurm_lab) -> None:  # type: ignore[no-untyped-def]
     """Slurm's own parser: ``slurmd -N a100n2 -G`` with the emitted lines, in a private directory
-    (character devices made with mknod, as the lab's fake GPUs; no daemon is started)."""
+    (character devices made with mknod, as the lab's fake GPUs; no daemon is started). From 23.x slurmd
+    creates its auth context first: the lab's munged must be up (the fixture)."""
     slurmd = shutil.which("slurmd") or ("/usr/sbin/slurmd" if os.path.exists("/usr/sbin/slurmd") else None)
     if slurmd is None or os.geteuid() != 0:
         pytest.skip("needs slurmd and root (mknod)")
     policy, topos = loaded()
+    (tmp_path / "spool").mkdir()
     dev = tmp_path / "dev"
     (dev / "nvidia-caps").mkdir(parents=True)
     lines = gres_conf.gres_lines(policy, topos, str(dev))
