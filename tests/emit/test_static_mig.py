@@ -131,7 +131,9 @@ def test_slurmd_reads_the_emitted_mig_gres_conf(tmp_path: Path, slurm_lab) -> No
     out = res.stdout + res.stderr
     got = Counter(re.findall(r"Gres Name=gpu Type=(\S+) Count=1 ", out))
     assert got == {"a100_3g.40gb": 4, "a100_2g.20gb": 8}, out
-    assert "error" not in out.lower(), out
+    # (24.11 in a namespace without a hwloc cache may log xcpuinfo_hwloc_topo_load: not about GRES)
+    errors = [ln for ln in out.lower().splitlines() if "error" in ln and "xcpuinfo_hwloc_topo_load" not in ln]
+    assert errors == [], out
     for line in mine:  # every device with its own files, in slurmd's reading
         files = re.search(r"MultipleFiles=(\S+)", line).group(1)  # type: ignore[union-attr]
         assert f"File={files} " in out, (files, out)
