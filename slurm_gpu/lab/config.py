@@ -131,7 +131,7 @@ def _hook_lines(h: LabHooks, conf_dir: str) -> list[str]:
                       ("EpilogSlurmctld", h.epilog_slurmctld)):
         if path:
             lines.append(f"{key}={path}")
-    if h.prolog or h.epilog:
+    if (h.prolog or h.epilog) and h.prolog_alloc:
         lines.append("PrologFlags=Alloc")
     return lines
 

@@ -89,7 +89,8 @@ def default_hooks(job_submit_lua: str | None = None, prolog: str | None = None, 
 
         node_hooks = enabled_by_env()
     return LabHooks(job_submit_lua=_abs(job_submit_lua), prolog=_abs(prolog), epilog=_abs(epilog),
-                    task_prolog=_abs(task_prolog), job_submit_policy=job_submit_policy, node_hooks=node_hooks)
+                    task_prolog=_abs(task_prolog), job_submit_policy=job_submit_policy, node_hooks=node_hooks,
+                    prolog_alloc=os.environ.get("SLURM_GPU_LAB_PROLOG_ALLOC", "1") != "0")
 
 
 def slurm_version() -> tuple[int, int, int]:
