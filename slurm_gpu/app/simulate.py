@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """``slurm-gpu simulate``'s I/O: read the trace (bounded) and the policies, run the pure simulator,
-write DIR/<policy>/jobs.csv, rejected.csv, summary.json, and DIR/differences.txt (docs/simulate.md).
+write DIR/<policy>/jobs.csv, rejected.csv, summary.json, DIR/differences.txt and DIR/report.html
+(docs/simulate.md).
 
-With one policy the files go straight into DIR. Errors: a bad trace or policy raises a
-SlurmGpuError (exit 1); an unreadable or missing file, or an output that cannot be written, a
-UsageError (exit 2).
+With one policy the files go straight into DIR. Each file is written to a new temporary file in its
+directory (``O_CREAT|O_EXCL|O_NOFOLLOW``) and renamed over the name: whatever was there (a symlink,
+a FIFO) is replaced, never followed or opened, so nothing blocks and nothing outside DIR is written.
+Errors: a bad trace or policy raises a SlurmGpuError (exit 1); an unreadable or missing file, or an
+output that cannot be written, a UsageError (exit 2).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def run(policies: list[str], trace_path: str, out_dir: str, params: Params, fmt:
     from slurm_gpu.policy.load import load_policy
     from slurm_gpu.sim.engine import simulate
     from slurm_gpu.sim.report import differences, jobs_csv, rejected_csv, summary
+    from slurm_gpu.sim.report_html import render
 
     for p in policies:
         if not os.path.isfile(p):
@@ -61,18 +65,39 @@ def run(policies: list[str], trace_path: str, out_dir: str, params: Params, fmt:
         s["params"] = dict(params._asdict())
         where = out if len(loaded) == 1 else out / name
         _write(where, {"jobs.csv": jobs_csv(result, trace.time_format), "rejected.csv": rejected_csv(result),
-                       "summary.json": json.dumps(s, indent=1) + "\n"})
+                       "summary.json": json.dumps(s, indent=1) + "\n"}, sub=len(loaded) > 1)
         summaries.append(s)
     table = differences(summaries)
+    files = {"report.html": render(summaries, os.path.basename(trace_path))}
     if len(loaded) > 1:
-        _write(out, {"differences.txt": table})
+        files["differences.txt"] = table
+    _write(out, files)
     return table
 
 
-def _write(where: Path, files: dict[str, str]) -> None:
+def _write(where: Path, files: dict[str, str], sub: bool = False) -> None:
+    """Write the files into ``where`` (a per-policy ``sub`` directory of DIR must not be a symlink)."""
+    if sub and where.is_symlink():
+        raise UsageError(f"cannot write {where}: a symbolic link")
     try:
         where.mkdir(parents=True, exist_ok=True)
         for name, text in files.items():
-            (where / name).write_text(text, encoding="utf-8")
+            replace_file(where / name, text.encode("utf-8"))
     except OSError as exc:
         raise UsageError(f"cannot write {where}: {exc.strerror}") from None
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Write ``path`` through a new temporary file beside it and a rename (mode 0644 less the umask)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

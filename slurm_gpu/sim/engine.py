@@ -17,8 +17,9 @@ from slurm_gpu.plain import NamedTuple
 from slurm_gpu.policy.model import Policy
 from slurm_gpu.sim.backfill import backfill_pass
 from slurm_gpu.sim.cluster import MIG_SLICES, Cluster
+from slurm_gpu.sim.drf import demand, drf_order
 from slurm_gpu.sim.params import Params, SimJob
-from slurm_gpu.sim.priority import Prioritiser, order_key
+from slurm_gpu.sim.priority import Prioritiser, assoc_of, order_key
 from slurm_gpu.sim.routing import Route, Router
 from slurm_gpu.sim.scheduler import main_pass
 from slurm_gpu.sim.traces import Trace, TraceJob
@@ -38,6 +39,11 @@ class Result(NamedTuple):
     begin: int  # first submit
     finish: int  # last end
     passes: int  # main and backfill passes run
+    # (time, GPUs in use, nodes per count of free whole GPUs (index = free GPUs)), every PriorityCalcPeriod
+    samples: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
+    prices: tuple[tuple[str, float], ...] = ()  # the policy's price per GPU-hour per GPU type
+    currency: str = ""
+    entitlement: tuple[tuple[str, float], ...] = ()  # each account's normalised shares
 
 
 def make_job(idx: int, tj: TraceJob, route: Route, policy: Policy) -> SimJob:
@@ -54,6 +60,9 @@ def make_job(idx: int, tj: TraceJob, route: Route, policy: Policy) -> SimJob:
     job.preempt_mode = (qos.preempt_mode if qos and qos.preempt_mode else "requeue" if part.preemptible
                         else "cancel")
     job.max_requeues = policy.defaults.max_requeues
+    per_gpu = policy.defaults.cpus_per_gpu
+    job.cpus = tj.cpus if tj.cpus else (int(job.gpus * per_gpu) if isinstance(per_gpu, int) else 0)
+    job.mem_gb = job.gpus * (policy.defaults.mem_per_gpu_mb or 0) / 1024
     return job
 
 
@@ -79,6 +88,12 @@ class Engine:
         # QOS MaxTRESPerUser=gres/gpu (AccountingStorageEnforce=limits,qos): GPUs running per (QOS, user)
         self.user_max = {q.name: q.max_gpus_per_user for q in policy.qos if q.max_gpus_per_user is not None}
         self.user_gpus: dict[tuple[str | None, str | None], float] = {}
+        # DRF: running (GPUs, CPUs, memory) per account, and the cluster's
+        self.in_use: dict[str, list[float]] = {}
+        per_gpu, mem = policy.defaults.cpus_per_gpu, policy.defaults.mem_per_gpu_mb or 0
+        g = float(self.cluster.gpus)
+        self.capacity = (g, g * per_gpu if isinstance(per_gpu, int) else 0.0, g * mem / 1024)
+        self.samples: list[tuple[int, int, tuple[int, ...]]] = []
 
     def under_limit(self, job: SimJob) -> bool:
         """Whether starting ``job`` keeps its user within its QOS's GPUs per user (Slurm leaves a job over
@@ -96,6 +111,7 @@ class Engine:
         now = self.now
         job.alloc = self.cluster.allocate(chosen, job.per_node, job.slices)
         job.start = now
+        job.ran_type = self.cluster.gpu_types[chosen[0]] if chosen else job.gpu_type
         if job.first_start is None:
             job.first_start = now
         job.state = "RUNNING"
@@ -106,6 +122,10 @@ class Engine:
         length = job.work if job.limit is None else min(job.work, job.limit)
         job.end = now + length
         self.running[job.idx] = job
+        if self.params.allocator == "drf":
+            u = self.in_use.setdefault(job.account or "", [0.0, 0.0, 0.0])
+            for k, d in enumerate(demand(job)):
+                u[k] += d
         if job.preemptible or job.qos in self.preemptable_qos:
             self.victims[job.idx] = job
         self.push(job.end + self.params.release_s, END, job.idx, job.run)
@@ -128,13 +148,16 @@ class Engine:
         if job.qos in self.user_max:
             self.user_gpus[(job.qos, job.user)] -= job.gpus
         self.victims.pop(job.idx, None)
+        if self.params.allocator == "drf":
+            u = self.in_use[job.account or ""]
+            for k, d in enumerate(demand(job)):
+                u[k] -= d
         ended = self.now - self.params.release_s  # the GPUs were held release_s longer (COMPLETING)
         ran = ended - job.start
         job.end = ended
         job.gpu_s += job.gpus * ran
-        if self.prio is not None and self.prio.fairshare is not None:
-            self.prio.fairshare.decay_to(self.now)
-            self.prio.fairshare.charge(job.account, job.gpus * ran)
+        if self.prio is not None:
+            self.prio.charge(job, ran, self.now)
         by = self.preemptor.pop(job.idx, None)
         if by is not None:
             by.waiting -= 1
@@ -181,7 +204,8 @@ class Engine:
                                  calc_period_s=max(1, self.params.calc_period_s))
         self.prio = Prioritiser(p, max((q.priority for q in self.policy.qos), default=0),
                                 max((x.priority_tier for x in self.policy.partitions), default=1),
-                                len({j.account for j in self.jobs}))
+                                {assoc_of(j) for j in self.jobs})
+        weights = {a: self.prio.tree.entitlement(a) for a in {j.account or "" for j in self.jobs}} if p.shares else None
         begin = min((j.submit for j in self.jobs), default=0)
         next_calc = begin
         heap = self.heap
@@ -204,13 +228,16 @@ class Engine:
                     elif job.state == "PREEMPTING":
                         self.on_preempt_end(job)
             if now >= next_calc:
-                if self.prio.fairshare is not None:
-                    self.prio.fairshare.decay_to(now)
+                self.prio.recompute(now)
+                self.sample(now)
                 for job in self.pending:
                     job.prio = self.prio.compute(job, now)
                 next_calc = now - (now - begin) % p.calc_period_s + p.calc_period_s
             if self.pending:
-                self.pending.sort(key=order_key)
+                if p.allocator == "drf":
+                    self.pending = drf_order(self.pending, self.in_use, self.capacity, weights)
+                else:
+                    self.pending.sort(key=order_key)
                 self.passes += 1
                 if main_pass(self.pending, self.cluster, p, self.victims.values(), self.start, self.preempt,
                              self.under_limit if self.user_max else None):
@@ -228,8 +255,21 @@ class Engine:
                 if self.bf_due == now and backfill_now:
                     self.bf_due += p.bf_interval_s
                 self.push(self.bf_due, BACKFILL)
+        self.sample(max(self.now, self.finish))
+        accounts = sorted({j.account or "" for j in self.jobs})
         return Result(tuple(self.jobs), tuple(rejected), trace.skipped, self.cluster.gpus, begin, self.finish,
-                      self.passes)
+                      self.passes, tuple(self.samples),
+                      tuple((x.name, x.per_gpu_hour) for x in self.policy.prices),
+                      next((x.currency for x in self.policy.prices if x.currency), ""),
+                      tuple((a, self.prio.tree.entitlement(a)) for a in accounts))
+
+    def sample(self, now: int) -> None:
+        """The cluster's state for the report: GPUs in use, and how many nodes have each count of free GPUs."""
+        free = self.cluster.free
+        hist = [0] * (max(self.cluster.total, default=0) + 1)
+        for f in free:
+            hist[f] += 1
+        self.samples.append((now, self.cluster.used_gpus(), tuple(hist)))
 
 
 def simulate(trace: Trace, policy: Policy, params: Params | None = None, router: Routes | None = None) -> Result:

@@ -9,6 +9,8 @@ from slurm_gpu.plain import NamedTuple
 from slurm_gpu.sim.cluster import Alloc
 
 PreemptType = Literal["partition_prio", "qos", "off"]
+FairShareScheme = Literal["classic", "fair-tree"]
+Allocator = Literal["priority", "drf"]
 NO_LIMIT_S = 365 * 86400  # what backfill plans for a job without a time limit (Slurm: a year)
 
 
@@ -30,6 +32,11 @@ class Params(NamedTuple):
     preempt_type: PreemptType = "partition_prio"  # PreemptType (what `slurm-gpu admin emit` writes)
     ckpt_interval_s: int = 0  # the jobs' checkpoint interval; 0: none (a preempted run loses all its work)
     release_s: int = 0  # a run's GPUs are free this long after it ends (COMPLETING, epilog, the next pass)
+    fairshare: FairShareScheme = "classic"  # PriorityFlags=NO_FAIR_TREE (classic) or FAIR_TREE (Slurm's default)
+    shares: tuple[tuple[str, float], ...] = ()  # sacctmgr Fairshare= per account path ("phys/theory"); else 1
+    billing_weights: tuple[tuple[str, float], ...] = (("gres/gpu", 1.0),)  # TRESBillingWeights (cpu, mem GB, gres/gpu)
+    max_tres: bool = False  # PriorityFlags=MAX_TRES: billing is the largest weighted TRES, not the sum
+    allocator: Allocator = "priority"  # the order of pending jobs: multifactor priority, or DRF (sim/drf.py)
 
 
 class SimJob:
@@ -39,7 +46,8 @@ class SimJob:
                  "partition", "qos", "gpu_type", "nodes", "per_node", "slices", "gpus", "tier", "qos_prio",
                  "preemptible", "preempts", "preempt_mode", "grace_s", "max_requeues",
                  "prio", "start", "first_start", "end", "alloc", "state", "preempted", "requeues", "run",
-                 "waiting", "victims", "gpu_s", "lost_gpu_s")
+                 "waiting", "victims", "gpu_s", "lost_gpu_s", "cpus", "mem_gb",
+                 "ran_type")
 
     def __init__(self, idx: int, job_id: str, submit: int, work: int, limit: int | None) -> None:
         self.idx, self.job_id, self.submit, self.work, self.limit = idx, job_id, submit, work, limit
@@ -74,6 +82,9 @@ class SimJob:
         self.victims: list[SimJob] = []
         self.gpu_s = 0.0  # GPU-seconds held
         self.lost_gpu_s = 0.0  # GPU-seconds of work lost to preemption
+        self.cpus = 0  # CPUs it holds (the trace's, else the policy's cpus_per_gpu x GPUs; 0: not known)
+        self.mem_gb = 0.0  # memory it holds (the policy's mem_per_gpu x GPUs; 0: not known)
+        self.ran_type: str | None = None  # the GPU type of the nodes it last ran on (for its price)
 
     @property
     def planned_end(self) -> int:

@@ -1,21 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Trace readers: lines of text in, :class:`TraceJob` records out (pure; the caller opens the file).
 
-Three formats (docs/simulate.md "Traces"):
+Four formats (docs/simulate.md "Traces"); the fourth, Alibaba's pod lists, is in ``sim/alibaba.py``:
 
-- ``csv``: the Slurm-native CSV of the public GPU traces (Helios, Acme): a header naming at least
-  ``job_id, submit_time`` and a run time (``duration``, or ``start_time`` and ``end_time``); read when
-  present: ``user, vc, gpu_num, cpu_num, node_num, state, start_time, end_time, duration, queue,
-  time_limit, gpu_type, account, qos, partition, gpu_fraction``. Times are datetimes
-  (``2020-04-01 00:00:10``, ``2020-04-01T00:00:10``, read as UTC) or epoch seconds; ``time_limit`` is
-  Slurm's time grammar (a bare number is minutes). ``vc`` (Helios' virtual cluster) is the account
-  when there is no ``account``; ``queue`` (the recorded wait) is not an input of the simulation.
-- ``sacct``: ``sacct -P`` (``|``-separated, a header line). Columns read: ``JobID`` or ``JobIDRaw``,
-  ``Submit`` and ``Elapsed``/``ElapsedRaw`` or ``Start`` + ``End`` (required); ``User, Account,
-  Partition, QOS, State, Start, End, Timelimit``/``TimelimitRaw``, ``NNodes``, ``NCPUS``,
-  ``AllocTRES`` or ``ReqTRES`` (``gres/gpu=N``, ``gres/gpu:TYPE=N``). Step rows (``123.batch``) are skipped.
-- ``swf``: the Standard Workload Format (18 whitespace-separated fields, ``;`` comments). SWF has no
-  GPU field: its processors are read as GPUs; the requested time (field 9) is the time limit.
+- ``csv``: the Slurm-native CSV of the public GPU traces (Helios, Acme): ``job_id, submit_time`` and a
+  run time (``duration``, or ``start_time`` and ``end_time``); optional columns as in the docs. Times are
+  UTC datetimes or epoch seconds; ``time_limit`` is Slurm's time grammar; ``vc`` is the account when
+  there is no ``account``; ``queue`` (the recorded wait) is not an input.
+- ``sacct``: ``sacct -P`` (``|``-separated, a header line); step rows (``123.batch``) are skipped.
+- ``swf``: the Standard Workload Format (18 fields, ``;`` comments); processors are read as GPUs, the
+  requested time (field 9) is the time limit.
 
 A job that never started in the trace (no start time, or state ``CANCELLED`` with no run time) is
 skipped and counted. Bad input raises :class:`TraceError` with one line ``file:line:column: why``.
@@ -36,7 +30,7 @@ from slurm_gpu.units import UnitError, parse_time_minutes, parse_time_seconds
 
 MAX_LINE = 65536  # characters in one line of a trace
 MAX_JOBS = 5_000_000  # jobs in one trace (a few GB of records at most)
-FORMATS = ("csv", "sacct", "swf")
+FORMATS = ("csv", "sacct", "swf", "alibaba")
 
 
 class TraceError(SlurmGpuError):
@@ -367,8 +361,13 @@ READERS = {"csv": read_csv, "sacct": read_sacct, "swf": read_swf}
 
 
 def detect_format(first_line: str) -> str:
-    """The format from a trace's first line: ``|`` -> sacct, ``;`` or numbers only -> SWF, else CSV."""
+    """The format from a trace's first line: ``|`` -> sacct, ``;`` or numbers only -> SWF, a header
+    with ``num_gpu, gpu_milli, creation_time`` -> alibaba, else CSV."""
+    from slurm_gpu.sim.alibaba import is_header
+
     t = first_line.strip()
+    if is_header(t):
+        return "alibaba"
     if "|" in t:
         return "sacct"
     if t.startswith(";") or re.match(r"^-?\d[\d\s.-]*$", t):
@@ -381,14 +380,20 @@ def read_trace(lines: Iterable[str], name: str = "<trace>", fmt: str | None = No
     it = iter(lines)
     first = next(it, "")
     chosen = fmt or detect_format(first)
-    if chosen not in READERS:
+    if chosen == "alibaba":
+        from slurm_gpu.sim.alibaba import read_alibaba
+
+        readers = {**READERS, "alibaba": read_alibaba}
+    else:
+        readers = READERS
+    if chosen not in readers:
         raise TraceError(f"{name}:1:1: unknown trace format {chosen!r}; known: {', '.join(FORMATS)}")
 
     def again() -> Iterator[str]:
         yield first
         yield from it
 
-    return READERS[chosen](again(), name)
+    return readers[chosen](again(), name)
 
 
 def format_time(t: int, time_format: str) -> str:

@@ -197,3 +197,65 @@ def test_release_time_holds_the_gpus_after_a_run_ends() -> None:
     text = "job_id,user,gpu_num,node_num,submit_time,duration\na,u,8,2,0,100\nb,u,4,1,10,50\n"
     assert schedule(run(text, release_s=2)) == {"a": (0, 100), "b": (102, 152)}
     assert schedule(run(text)) == {"a": (0, 100), "b": (100, 150)}
+
+
+# Fair Tree: one account A with users u1 and u2 (and nothing else). x (u1) uses 8 GPUs x 100 s; at 100 A's
+# Level FS is 1 (all usage, all shares); in A, u1's is 0.5/1 = 0.5 and u2's infinite: u2 ranks 2 (F = 1),
+# u1 1 (F = 0.5). p2 (u2) goes first although p1 (u1) is 10 s older (age: 70000 x 10/604800 = 1.2 against
+# 120000 x 0.5). Classic fair share gives both users A's factor, so the older p1 goes first.
+FAIR_USERS = """job_id,user,account,gpu_num,node_num,submit_time,duration,time_limit
+x,u1,A,8,2,0,100,10
+p1,u1,A,8,2,10,10,10
+p2,u2,A,8,2,20,10,10
+"""
+
+
+def test_fair_tree_orders_users_within_an_account_after_usage() -> None:
+    fair_tree = schedule(run(FAIR_USERS, calc_period_s=1, weight_fairshare=120000, fairshare="fair-tree"))
+    assert fair_tree == {"x": (0, 100), "p2": (100, 110), "p1": (110, 120)}
+    classic = schedule(run(FAIR_USERS, calc_period_s=1, weight_fairshare=120000, fairshare="classic"))
+    assert classic == {"x": (0, 100), "p1": (100, 110), "p2": (110, 120)}
+
+
+def test_fair_tree_orders_accounts_after_usage() -> None:
+    # as test_fair_share_orders_after_usage: at 100 A (800 GPU-s) has Level FS 0.5/1, B infinite: B's user
+    # ranks 2 (F = 1), A's 1 (F = 0.5); bB first
+    got = schedule(run(FAIR, calc_period_s=1, weight_fairshare=120000, fairshare="fair-tree"))
+    assert got == {"a1": (0, 100), "bB": (100, 110), "bA": (110, 120)}
+
+
+# Billing: a0 (A) ran 1 GPU with 32 CPUs, b0 (B) 2 GPUs with 4 CPUs, both 0-100. Billed on GPUs (the
+# default) B used more (200 against 100): A's pA goes first although pB is older; billed CPU=1,GRES/gpu=1
+# with MAX_TRES (a0: max(32, 1) = 32/s, b0: max(4, 2) = 4/s) A used more: pB goes first.
+BILLING = """job_id,user,account,gpu_num,cpu_num,node_num,submit_time,duration,time_limit
+a0,u,A,1,32,1,0,100,10
+b0,v,B,2,4,1,0,100,10
+pB,v,B,8,64,2,10,10,10
+pA,u,A,8,64,2,20,10,10
+"""
+
+
+def test_billing_weights_decide_fair_share_usage() -> None:
+    gpus = schedule(run(BILLING, calc_period_s=1, weight_fairshare=120000))
+    assert gpus["pA"] == (100, 110) and gpus["pB"] == (110, 120)
+    cpus = schedule(run(BILLING, calc_period_s=1, weight_fairshare=120000, max_tres=True,
+                        billing_weights=(("cpu", 1.0), ("gres/gpu", 1.0))))
+    assert cpus["pB"] == (100, 110) and cpus["pA"] == (110, 120)
+
+
+# DRF: x (A) holds all 8 GPUs 0-100. At 100 a1, a2 (A, 4 GPUs each, older) and b1 (B, 4 GPUs) wait. In priority
+# order (age) a1 and a2 fill the cluster, b1 waits until 150. DRF: A and B run nothing at 100 (a tie: the
+# older a1), then A holds 4/8 and B 0: b1, then a2 (at 150).
+DRF = """job_id,user,account,gpu_num,node_num,submit_time,duration,time_limit
+x,u,A,8,2,0,100,10
+a1,u,A,4,1,10,50,10
+a2,u,A,4,1,11,50,10
+b1,v,B,4,1,20,50,10
+"""
+
+
+def test_drf_allocator_order() -> None:
+    assert schedule(run(DRF)) == {"x": (0, 100), "a1": (100, 150), "a2": (100, 150), "b1": (150, 200)}
+    for backfill in (False, True):
+        assert schedule(run(DRF, allocator="drf", backfill=backfill)) == {
+            "x": (0, 100), "a1": (100, 150), "b1": (100, 150), "a2": (150, 200)}
