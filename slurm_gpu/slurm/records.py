@@ -388,7 +388,9 @@ def job_gres(line: str) -> JobGres:
         if gres:
             names = [nodes_text] if "[" not in nodes_text and "," not in nodes_text else expand_hostlist(nodes_text)
             held.extend((node, gres) for node in names)
-    nodes = _int(fields, "NumNodes") or 1
+    # a pending job's NumNodes may be a range ("2-2", "2-4"): its minimum is what each node is asked for
+    m = re.match(r"\d+", fields.get("NumNodes", ""))
+    nodes = (int(m.group(0)) if m else 0) or 1
     request = parse_gres_counts(fields.get("TresPerNode", ""))
     if not request:  # --gpus=N: per job, spread over its nodes
         request = tuple(item._replace(count=-(-item.count // nodes))

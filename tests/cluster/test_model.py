@@ -160,3 +160,11 @@ def test_huge_counts_and_indices_stay_bounded():
     from slurm_gpu.cluster.view import picture
 
     assert len(picture(view)) < 10_000
+
+
+def test_a_pending_jobs_node_range_spreads_its_gpus():
+    """A pending `-N 2 --gpus=h100:8` job reads NumNodes=2-2 (a range): 4 per node, not 8 on one."""
+    for num_nodes, per_node in (("2-2", 4), ("2-4", 4), ("3", 3), ("", 8), ("junk", 8)):
+        line = R.job_line(7, "bob", "PENDING", None, None, "TresPerJob=gres/gpu:h100:8").replace(
+            "NumNodes=1 ", f"NumNodes={num_nodes} ")
+        assert [g.count for g in job_gres(line).request] == [per_node], num_nodes
