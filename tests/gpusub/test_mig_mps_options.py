@@ -248,6 +248,34 @@ def test_private_mig_lab_serves_slices_and_layouts(slurm_lab) -> None:
                     got[job] = (fields.get("NodeList", ""), fields.get("JOB_GRES", ""), fields.get("Comment", ""))
             time.sleep(1)
         assert got == want
+        # slurm-gpu cluster --json counts the static slices in their own units (issue 13): one 2g.20gb slice
+        # held by a job (the mig partition's DefCpuPerGPU=8 and DefMemPerGPU=60G of a100n2's 32 CPUs and
+        # 500G), worked out by hand: 24 CPUs left fit 3 more slice jobs, so of 7 free 2g.20gb slices 3 can
+        # start and 4 are stranded; of 4 free 3g.40gb slices 3 and 1; a100n2's GPUs are no whole a100s.
+        hold = as_user(GPUSUB, "--parsable", "--gpu-fraction", "0.25", "-t", "5", "--wrap=sleep 120")
+        assert hold.returncode == 0, hold.stderr
+        held = hold.stdout.strip()
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                q = subprocess.run(["scontrol", "show", "job", held], env=dict(env, SLURM_CONF=conf),
+                                   capture_output=True, text=True, timeout=20)
+                if "JobState=RUNNING" in q.stdout:
+                    break
+                time.sleep(1)
+            view = subprocess.run([cli, "cluster", "--json"], env=dict(env, SLURM_CONF=conf), capture_output=True,
+                                  text=True, timeout=60)
+            assert view.returncode == 0, view.stderr
+            types = json.loads(view.stdout)["types"]
+            two, three, whole = types["a100_2g.20gb"], types["a100_3g.40gb"], types["a100"]
+            assert (two["unit"], two["total"], two["allocated"], two["free"], two["stranded"]) == ("mig", 8, 1, 7, 4)
+            assert two["largest_startable"] == {"one_node": 3, "any_nodes": 3}
+            assert two["fragmentation"]["7"] == 0.0 and two["fragmentation"]["8"] == 1.0  # 7 free on one node
+            assert (three["total"], three["free"], three["stranded"], three["largest_startable"]["one_node"]) == (
+                4, 4, 1, 3)
+            assert (whole["total"], whole["free"]) == (4, 4)  # a100n1 (dynamic MIG: whole GPUs) only
+        finally:
+            subprocess.run(["scancel", held], env=dict(env, SLURM_CONF=conf), capture_output=True, timeout=20)
     finally:
         subprocess.run([cli, "lab", "down"], env=env, capture_output=True, text=True, timeout=120)
         for path in made:
