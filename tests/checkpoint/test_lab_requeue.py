@@ -210,6 +210,14 @@ def test_the_stop_reaches_every_task_of_a_running_step(slurm_lab, time_limit_job
 PREEMPTIONS = 5
 
 
+def _log_so_far(work: str) -> str:
+    """The log while the job runs: nothing yet until slurmstepd has made the file."""
+    try:
+        return _log(work)
+    except FileNotFoundError:
+        return ""
+
+
 def _current_run(log: str) -> str:
     return re.split(r"(?m)^start restart=", log)[-1] if "start restart=" in log else ""
 
@@ -235,14 +243,14 @@ def test_r4_five_preemptions_resume_exactly(slurm_lab) -> None:
             slurm_lab.wait(job, {"RUNNING"}, timeout_s=180)
             deadline = time.monotonic() + 90
             while time.monotonic() < deadline:  # this run is up and has done a checkpoint interval's work
-                run = _current_run(_log(work))
+                run = _current_run(_log_so_far(work))
                 m = re.match(r"(\d+) counter=(\d+)", run)
                 reached = [int(x) for x in re.findall(r"(?m)^at (\d+)$", run)]
                 if m and int(m.group(1)) >= k and reached and max(reached) >= int(m.group(2)) + every:
                     break
                 time.sleep(0.3)
             else:
-                raise AssertionError(f"run {k} made no progress:\n{_log(work)}")
+                raise AssertionError(f"run {k} made no progress:\n{_log_so_far(work)}")
             preemptors.append(slurm_lab.sbatch(
                 ["-p", "batch", "--qos=normal", "--gres=gpu:a100:4", "-w", "a100n1", "-t", "1",
                  "-o", os.path.join(work, f"preemptor-{k}.txt"), "--wrap", "sleep 1"], cwd=work))
