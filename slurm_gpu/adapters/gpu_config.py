@@ -21,7 +21,6 @@ import signal
 import stat
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -44,23 +43,15 @@ class SetupFailed(Exception):
 
 
 def _bounded(fn: Callable[[], T], timeout_s: float, what: str) -> T:
-    """``fn()`` in a daemon thread; SetupFailed (node) if it does not return within ``timeout_s``."""
-    box: dict[str, Any] = {}
+    """``fn()`` bounded as the node hooks bound every NVML call (gpu_node.bounded, a helper thread);
+    SetupFailed (node) if it does not return within ``timeout_s``."""
+    from slurm_gpu.adapters.gpu_node import bounded
+    from slurm_gpu.hooks.node import Unavailable
 
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # handed to the caller's thread
-            box["error"] = e
-
-    t = threading.Thread(target=run, name=f"slurm-gpu {what}", daemon=True)
-    t.start()
-    t.join(timeout_s)
-    if t.is_alive():
-        raise SetupFailed(f"{what}: NVML did not answer within {timeout_s:g}s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    try:
+        return bounded(fn, timeout_s, what)
+    except Unavailable:  # only the time limit raises it here: fn's own errors pass through unchanged
+        raise SetupFailed(f"{what}: NVML did not answer within {timeout_s:g}s") from None
 
 
 def _outcome(fn: Callable[[], Outcome], what: str) -> Outcome:
