@@ -15,11 +15,14 @@ order ``mig_layout`` lists them, each with its one compute instance 0: the ids t
 hands out when they build the layout on an empty GPU. On hardware, write ``mig_layout`` in the order
 ``nvidia-smi mig -lgi`` lists the instances by id and compare with ``slurmd -G`` (AutoDetect=nvml).
 Dynamic-MIG and non-MIG nodes keep whole-GPU lines: slurmd never sees a per-job layout.
+
+**Shards** (``shards_per_gpu``, docs/cluster.md "Shards"): after a node type's GPU lines, one
+``Name=shard`` line per GPU with that GPU's device file and its count of shards.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from slurm_gpu.hostlist import compress_hostlist
@@ -71,6 +74,34 @@ def static_mig_lines(node_type: NodeType, topo: Any, device_dir: str = "/dev") -
     return out
 
 
+def shard_count(node_type: NodeType) -> int:
+    """gres/shard per node of a node type (``shards_per_gpu`` x its GPUs; 0: no shards)."""
+    return node_type.shards_per_gpu * node_type.gpus if node_type.gpu_type and not static_mig_types(node_type) else 0
+
+
+def shard_lines(node_type: NodeType, topo: Any, device_dir: str = "/dev") -> list[str]:
+    """Sharding (Slurm 22.05+, gres.html "Sharding"): one ``Name=shard Count=<shards per GPU>
+    File=/dev/nvidiaN`` line per GPU, so that each GPU's shards are its own (Slurm copies Type and Cores
+    from the GPU's line and ignores them on a shard line)."""
+    from slurm_gpu.topology.slurmconf import _check_word
+
+    if not shard_count(node_type):
+        return []
+    nodes = _check_word(compress_hostlist(list(node_type.nodes)), "node names")
+    return [f"NodeName={nodes} Name=shard Count={node_type.shards_per_gpu} "
+            f"File={device_dir.rstrip('/')}/nvidia{g.device_minor}" for g in topo.gpus[:node_type.gpus]]
+
+
+def gres_names(lines: Iterable[str]) -> tuple[str, ...]:
+    """slurm.conf ``GresTypes`` for gres.conf ``lines``: gpu, then every other ``Name=`` they give (shard)."""
+    names = {"gpu": None}
+    for line in lines:
+        for word in line.split():
+            if word.startswith("Name="):
+                names.setdefault(word[len("Name="):])
+    return tuple(names)
+
+
 def gres_lines(policy: Policy, topologies: Mapping[str, Any], device_dir: str = "/dev") -> list[str]:
     """The ``NodeName=... Name=gpu Type=... File=... Cores=...`` lines, node type by node type (static
     MIG node types: one ``MultipleFiles=`` line per MIG device)."""
@@ -82,6 +113,7 @@ def gres_lines(policy: Policy, topologies: Mapping[str, Any], device_dir: str = 
             out.extend(static_mig_lines(nt, topologies[nt.name], device_dir))
         elif nt.gpu_type and nt.gpus:
             out.extend(gres_conf_lines(topologies[nt.name], compress_hostlist(list(nt.nodes)), nt.gpu_type, device_dir))
+            out.extend(shard_lines(nt, topologies[nt.name], device_dir))
     return out
 
 
@@ -90,4 +122,5 @@ def gres_conf(policy: Policy, topologies: Mapping[str, Any], device_dir: str = "
     return "\n".join([header, "AutoDetect=off", *gres_lines(policy, topologies, device_dir)]) + "\n"
 
 
-__all__ = ["gres_lines", "gres_conf", "mig_cap_minors", "static_mig_types", "static_mig_lines"]
+__all__ = ["gres_lines", "gres_conf", "mig_cap_minors", "static_mig_types", "static_mig_lines", "shard_count",
+           "shard_lines", "gres_names"]

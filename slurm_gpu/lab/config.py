@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from slurm_gpu.emit.gres_conf import gres_names
 from slurm_gpu.emit.sacctmgr import qos_add_commands, qos_limit_commands
 from slurm_gpu.emit.slurm_conf import partition_line
 from slurm_gpu.lab.spec import LabHooks, LabSpec
@@ -166,7 +167,7 @@ def slurm_conf(spec: LabSpec, rt: LabRuntime) -> str:
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core_Memory",
         f"DefMemPerCPU={rt.def_mem_per_cpu_mb}",
-        "GresTypes=gpu",
+        "GresTypes=" + ",".join(gres_names(spec.gres_lines)),
         "# slurmd reports the configured (emulated) topology, not this machine's real CPUs",
         "SlurmdParameters=config_overrides",
         "ReturnToService=2",

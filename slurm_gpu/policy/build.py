@@ -107,6 +107,9 @@ def check_and_build(ctx: Context, source: str) -> Policy | None:
         if v["gpu_type"] and not v["gpus"]:
             ctx.problems.append(f"{e.where('gpus')}: {e.path}.gpus: found {v['gpus']!r} with gpu_type "
                                 f"{v['gpu_type']!r}, allowed an integer >= 1")
+        if v["shards_per_gpu"] and (not v["gpus"] or v["mig_mode"] == "static"):
+            ctx.problems.append(f"{e.where('shards_per_gpu')}: {e.path}.shards_per_gpu: found {v['shards_per_gpu']} "
+                                "on a node type without whole GPUs (no gpus, or mig_mode static), allowed 0")
         if v["gpus"] and not v["gpu_type"]:
             ctx.problems.append(f"{e.where('gpus')}: {e.path}.gpus: found {v['gpus']} GPUs without a gpu_type, "
                                 "allowed a gpu_type naming one of gpu_types")

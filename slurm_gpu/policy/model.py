@@ -91,6 +91,9 @@ class NodeType(Record):
         "mig_layout", ListOf(MigProfile(), "MIG profiles like 1g.10gb"),
         "per GPU, one entry per MIG instance ([3g.40gb, 3g.40gb]); static: the declared layout; "
         "dynamic: the default between jobs (empty: MIG off)"))
+    shards_per_gpu: int = field(default=0, metadata=yaml(
+        "shards_per_gpu", Int(0), "gres/shard per GPU (Slurm 22.05+ sharding: jobs share a GPU with "
+        "--gres=shard:N); 0: no shards"))
     hostlist: str = ""  # the hostlist as written ("h100n[1-2]"), from ``nodes``
 
 

@@ -226,12 +226,14 @@ def parse_nodes(text: str) -> dict[str, dict[str, str]]:
 class GresCount(NamedTuple):
     """One item of a node's ``Gres=`` / ``GresUsed=`` or a job's ``GRES=``/``TresPer*=``:
     ``gpu:h100:8(S:0-1)``, ``gpu:h100:5(IDX:0-4)``, ``gpu:(null):4(IDX:0-3)``, ``shard:h100:16``, ``mps:400``.
-    ``idx`` is None when the text names no indices (``IDX:N/A`` is the empty set)."""
+    ``idx`` is None when the text names no indices (``IDX:N/A`` is the empty set). ``shares``: a shared
+    GRES's (shard, mps) allocated/available count per GPU, as 23.02+ prints it (``shard:h100:5(3/4,2/4)``)."""
 
     name: str  # gpu, shard, mps, ...
     gres_type: str | None  # h100, a100_1g.10gb; None when untyped or "(null)"
     count: int  # type: ignore[assignment]  # Slurm's word; hides tuple.count, which nothing uses
     idx: frozenset[int] | None = None
+    shares: tuple[tuple[int, int], ...] | None = None
 
 
 _SUFFIX = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
@@ -255,6 +257,16 @@ def _indices(spec: str) -> frozenset[int] | None:
         return frozenset(parse_cpulist(spec))
     except ValueError:
         return None
+
+
+_SHARES = re.compile(r"\d+/\d+(?:,\d+/\d+)*\)?")
+
+
+def _shares(paren: str) -> tuple[tuple[int, int], ...] | None:
+    """``3/4,0/4)`` -> ((3, 4), (0, 4)); None for anything else or more entries than GPU indices."""
+    if not _SHARES.fullmatch(paren) or paren.count(",") > MAX_GRES_INDEX:
+        return None
+    return tuple((int(a), int(b)) for a, b in (pair.split("/") for pair in paren.rstrip(")").split(",")))
 
 
 @lru_cache(maxsize=4096)  # a cluster repeats a few spellings on every node and job; results are immutable
@@ -298,7 +310,8 @@ def parse_gres_counts(text: str) -> tuple[GresCount, ...]:
         if paren.startswith("IDX:"):
             spec = paren[4:].rstrip(")")
             idx = frozenset() if spec in ("", "N/A") else _indices(spec)
-        items.append(GresCount(bits[0], None if gtype in (None, "", "(null)") else gtype, count, idx))
+        shares = _shares(paren) if "/" in paren else None
+        items.append(GresCount(bits[0], None if gtype in (None, "", "(null)") else gtype, count, idx, shares))
     return tuple(items)
 
 

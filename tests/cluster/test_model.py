@@ -98,10 +98,13 @@ def test_mig_shards_and_mps_count_in_their_own_units():
     assert (mig["unit"], mig["total"], mig["allocated"], mig["free"]) == ("mig", 7, 3, 4)
     assert mig["largest_startable"] == {"one_node": 4, "any_nodes": 4}
     assert mig["fragmentation"]["4"] == 0.0 and mig["fragmentation"]["5"] == 1.0
+    # s1: GPU 0 held whole, 5 of GPU 1's 8 shards held. A GPU is held whole or in shards, never both
+    # (docs/cluster.md "Shards"): GPU 0's 8 shards are not free, GPU 1 is no free h100
     shard = t["shard:h100"]
-    assert (shard["unit"], shard["total"], shard["allocated"], shard["free"]) == ("shard", 16, 5, 11)
+    assert (shard["unit"], shard["total"], shard["allocated"], shard["free"]) == ("shard", 16, 8 + 5, 8 - 5)
+    assert (t["h100"]["allocated"], t["h100"]["free"]) == (2, 0)
     assert s["job_mix"]["shard:h100"] == {"4": 1}
-    assert shard["fragmentation_job_mix"] == 0.0  # 11 free on one node, 4 fit
+    assert shard["fragmentation_job_mix"] == 1.0  # the 3 free shards are on one GPU: a 4-shard job fits nowhere
     assert (t["mps"]["unit"], t["mps"]["total"], t["mps"]["free"]) == ("mps", 400, 300)
     assert (t["gpu"]["total"], t["gpu"]["free"]) == (4, 0)  # gpu:(null): an untyped GPU
     # the untyped 3-GPU request joins a100, h100 and gpu; a100 has 1 free on m1: F(3) = 1.0
