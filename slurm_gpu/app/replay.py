@@ -159,6 +159,22 @@ def record_text(real: list[RealJob], header: list[str]) -> str:
     return out.getvalue()
 
 
+def _older_record(params: Params, given: dict, text: str) -> Params:
+    """A record written before the backfill reservation fields: it came from a lab, so Slurm's own
+    semantics apply (whole nodes, bf_resolution unset = 60 s, as ``params_from_conf`` maps a lab's
+    slurm.conf now), and time 0 is in its header (``from YYYY-mm-ddTHH:MM:SSZ``, UTC)."""
+    if "bf_whole_nodes" not in given:
+        params = params._replace(bf_whole_nodes=True, bf_resolution_s=60)
+    if "clock0_s" not in given:
+        import re
+
+        when = re.search(r"from (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)", text)
+        if when:
+            params = params._replace(clock0_s=int(datetime.strptime(when[1], "%Y-%m-%dT%H:%M:%SZ")
+                                                  .replace(tzinfo=UTC).timestamp()))
+    return params
+
+
 def read_record(path: str) -> tuple[list[RealJob], Params | None]:
     """A record file written by :func:`record_text` (``#`` lines are its header; the line
     ``# params: {...}`` gives the simulator's parameters of the lab it was recorded in)."""
@@ -170,9 +186,11 @@ def read_record(path: str) -> tuple[list[RealJob], Params | None]:
     for line in text.splitlines():
         if line.startswith("# params: "):
             try:
-                params = Params(**json.loads(line.removeprefix("# params: ")))
+                given = json.loads(line.removeprefix("# params: "))
+                params = Params(**given)
             except (ValueError, TypeError) as exc:
                 raise SlurmGpuError(f"{path}: bad params line: {exc}") from None
+            params = _older_record(params, given, text)
     rows = csv.reader(line for line in text.splitlines() if not line.startswith("#"))
     head = next(rows, None)
     if head is None or tuple(head) != RECORD_COLUMNS:
@@ -246,7 +264,8 @@ def replay_in_lab(policy_path: str, trace_path: str, out_dir: str, factor: float
     from slurm_gpu.sim.validate import release_gap
 
     params = params._replace(release_s=release_gap([(r.submit, r.start, r.end) for r in real
-                                                    if r.start is not None and r.end is not None]))
+                                                    if r.start is not None and r.end is not None]),
+                             clock0_s=int(t0))
     header = [f"slurm-gpu simulate --replay-in-lab: Slurm {version}, {len(real)} jobs of {trace_path}",
               f"compressed {factor:g}x, submitted as {user} from {datetime.fromtimestamp(t0, UTC):%Y-%m-%dT%H:%M:%SZ}",
               f"(time 0); the real run took {took:.0f} s; times are seconds from time 0 (sacct -X -D)",

@@ -6,9 +6,12 @@ limit, not the true duration: Slurm does not know it) and the reservations made 
 pass takes pending jobs in priority order (at most ``bf_max_job_test``); for each it finds the
 earliest time, now or at a planned release, when enough nodes have the GPUs free for the job's whole
 time limit. At ``now`` the job starts; later (within ``bf_window``) the nodes are reserved for it, so
-a lower job starts only where it does not delay any reservation. A MIG job counts as one GPU in the
-plan (a split GPU is busy until its last slice is planned to end); it starts now on a split GPU whose
-planned end covers its limit without taking a GPU.
+a lower job starts only where it does not delay any reservation. With ``bf_whole_nodes`` (Slurm's
+way, set for the lab) a reservation takes its nodes whole, and with ``bf_resolution_s`` it runs from
+its start to its planned end both rounded down to that grid on the wall clock (Slurm's node_space
+map), so a lower job may not use a reserved node's other GPUs while its limit overlaps. A MIG job
+counts as one GPU in the plan (a split GPU is busy until its last slice is planned to end); it starts
+now on a split GPU whose planned end covers its limit without taking a GPU.
 """
 
 from __future__ import annotations
@@ -21,10 +24,13 @@ from slurm_gpu.sim.params import NO_LIMIT_S, Params, SimJob
 
 
 class Plan:
-    __slots__ = ("now", "total", "used", "rel", "res", "slot_end", "_ready", "_sorted", "_next")
+    __slots__ = ("now", "total", "used", "rel", "res", "slot_end", "_ready", "_sorted", "_next", "whole", "grid",
+                 "clock0")
 
-    def __init__(self, now: int, cluster: Cluster, running: Iterable[SimJob]) -> None:
+    def __init__(self, now: int, cluster: Cluster, running: Iterable[SimJob], params: Params | None = None) -> None:
         self.now = now
+        p = params or Params()
+        self.whole, self.grid, self.clock0 = p.bf_whole_nodes, max(0, p.bf_resolution_s), p.clock0_s
         self.total = cluster.total
         self.used = [t - f for t, f in zip(cluster.total, cluster.free, strict=True)]
         self.rel: list[list[tuple[int, int]]] = [[] for _ in self.total]
@@ -167,8 +173,12 @@ class Plan:
         return None
 
     def hold(self, chosen: Iterable[int], start: int, length: int, units: int) -> None:
-        """A job started now (start == now) or reserved later on ``chosen``."""
+        """A job started now (start == now) or reserved later on ``chosen`` (whole nodes and on the
+        bf_resolution grid when the parameters say so: Slurm's node_space)."""
         end = start + length
+        if start > self.now and self.grid:
+            start -= (start + self.clock0) % self.grid
+            end -= (end + self.clock0) % self.grid
         for i in chosen:
             self._next[i].clear()
             if start <= self.now:
@@ -176,8 +186,8 @@ class Plan:
                 insort(self.rel[i], (end, units))
                 self._ready[i].clear()
                 self._sorted.clear()
-            else:
-                self.res[i].append((start, end, units))
+            elif end > start:
+                self.res[i].append((start, end, self.total[i] if self.whole else units))
 
 
 def backfill_pass(now: int, pending: list[SimJob], cluster: Cluster, running: Iterable[SimJob],
@@ -185,7 +195,7 @@ def backfill_pass(now: int, pending: list[SimJob], cluster: Cluster, running: It
                   under_limit: Callable[[SimJob], bool] | None = None) -> int:
     """One backfill pass over ``pending`` (in priority order); returns the number of jobs started. A job
     over a per-user limit (``under_limit`` false) is skipped and reserves nothing."""
-    plan = Plan(now, cluster, running)
+    plan = Plan(now, cluster, running, params)
     horizon = now + params.bf_window_s
     started = 0
     # The plan only fills up during a pass: a job of the same shape as one tested before cannot fit

@@ -22,6 +22,13 @@ class Params(NamedTuple):
     bf_window_s: int = 1440 * 60  # bf_window (minutes in slurm.conf)
     bf_interval_s: int = 30  # bf_interval
     bf_max_job_test: int = 500  # bf_max_job_test
+    # sched/backfill (22.05) reserves a pending job's nodes whole (no lower job whose time limit overlaps
+    # the reservation may use them, however many GPUs are left) from start to start + limit, both
+    # rounded down to bf_resolution on the wall clock. The defaults reserve GPUs, to the second;
+    # validate.params_from_conf (the lab's slurm.conf) sets Slurm's way.
+    bf_whole_nodes: bool = False
+    bf_resolution_s: int = 0  # bf_resolution (Slurm's default 60); 0: exact seconds
+    clock0_s: int = 0  # the wall-clock (epoch) second of simulated time 0, for bf_resolution's alignment
     weight_age: int = 70000  # PriorityWeightAge
     weight_qos: int = 50000  # PriorityWeightQOS
     weight_partition: int = 1000000  # PriorityWeightPartition (PriorityJobFactor = the partition's tier)

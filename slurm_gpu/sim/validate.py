@@ -99,10 +99,13 @@ def params_from_conf(text: str, version: tuple[int, ...] = (22, 5)) -> Params:
     - ``PriorityType``: ``priority/basic`` (the default before 23.11) -> every weight 0 (jobs in submit
       order within their partition's PriorityTier); ``priority/multifactor`` -> ``PriorityWeightAge,
       QOS, Partition, Fairshare``, ``PriorityMaxAge``, ``PriorityDecayHalfLife``, ``PriorityCalcPeriod``;
-    - ``PreemptType``: ``preempt/partition_prio`` or ``preempt/qos``, else off.
+    - ``PreemptType``: ``preempt/partition_prio`` or ``preempt/qos``, else off;
+    - backfill reservations as sched/backfill makes them: whole nodes, on the ``bf_resolution`` grid
+      (default 60 s) -- ``bf_whole_nodes``, ``bf_resolution_s`` (``clock0_s``, the wall clock at time 0,
+      is the caller's).
 
     Not modelled: ``sched_interval`` (the simulated main scheduler runs at every event, as Slurm's does
-    on submissions and ends), ``bf_resolution``, ``batch_sched_delay``."""
+    on submissions and ends), ``batch_sched_delay``."""
     from slurm_gpu.units import parse_time_seconds
 
     conf: dict[str, str] = {}
@@ -130,6 +133,7 @@ def params_from_conf(text: str, version: tuple[int, ...] = (22, 5)) -> Params:
         backfill=conf.get("schedulertype", "sched/backfill") != "sched/builtin",
         bf_window_s=int(sched.get("bf_window", "1440")) * 60, bf_interval_s=int(sched.get("bf_interval", "30")),
         bf_max_job_test=int(sched.get("bf_max_job_test", "500")),
+        bf_whole_nodes=True, bf_resolution_s=int(sched.get("bf_resolution", "60")),
         weight_age=weight("age"), weight_qos=weight("qos"), weight_partition=weight("partition"),
         weight_fairshare=weight("fairshare"), max_age_s=secs("prioritymaxage", 7 * 86400, True),
         half_life_s=secs("prioritydecayhalflife", 7 * 86400, True),

@@ -1,22 +1,25 @@
 # SPDX-License-Identifier: Apache-2.0
 """The validation against real Slurm (docs/simulate.md "Validation against real Slurm").
 
-Without the lab: the simulator, as it is now, against the recorded real run of the 200-job lab trace
-(tests/sim/data/lab-replay-22.05.8.csv), with the issue's thresholds. In the lab (``slurm``): a short
-replay through ``slurm-gpu simulate --replay-in-lab``'s code path in the shared lab.
+Without the lab: the simulator, as it is now, against the recorded real runs of the 200-job lab trace
+(tests/sim/data/lab-replay-22.05.8*.csv), with the issue's thresholds where the run was complete. In
+the lab (``slurm``): a short replay through ``slurm-gpu simulate --replay-in-lab``'s code path in the shared lab.
 """
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from slurm_gpu.app.replay import compare_with, read_record, replay_in_lab, routed
+from slurm_gpu.app.replay import RealJob, compare_with, read_record, replay_in_lab, routed
 from slurm_gpu.cli.main import cli
+from slurm_gpu.sim.params import Params
 
-from .helpers import DATA
+from .helpers import DATA, run, schedule
 
 UNIVERSITY = str(DATA.parents[2] / "examples" / "policies" / "university.yaml")
 TRACE = str(DATA / "lab-trace-200.csv")
@@ -27,8 +30,30 @@ TAU_GOAL = 0.9  # issue 14: Kendall tau >= 0.9
 ERROR_GOAL = 0.10  # issue 14: median start error <= 10 % of the mean wait
 
 
-def test_the_simulator_reproduces_the_recorded_lab_run() -> None:
-    real, params = read_record(RECORD)
+def lab_record(path: str) -> tuple[list[RealJob], Params]:
+    """A record and its lab's parameters (records written before the backfill reservation fields, runs
+    1 and 2, get Slurm's semantics and their time 0 from ``read_record``: see test_older_records_...)."""
+    real, params = read_record(path)
+    assert params is not None
+    return real, params
+
+
+def test_older_records_get_slurms_reservation_semantics_and_their_time_0():
+    _real, params = read_record(RECORD)
+    text = Path(RECORD).read_text()
+    assert '"bf_whole_nodes"' not in text and '"clock0_s"' not in text
+    when = re.search(r"from (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)", text)
+    assert when is not None
+    assert params is not None and params.bf_whole_nodes and params.bf_resolution_s == 60
+    assert params.clock0_s == int(datetime.strptime(when[1], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp())
+
+
+RUN3 = str(DATA / "lab-replay-22.05.8-run3.csv")  # a third full run (2026-12-01): see docs/simulate.md
+
+
+@pytest.mark.parametrize("record", [RECORD, RUN3], ids=["run1", "run3"])
+def test_the_simulator_reproduces_the_recorded_lab_run(record: str) -> None:
+    real, params = lab_record(record)
     assert params is not None and len(real) == 200
     cmp, rows = compare_with(routed(UNIVERSITY, TRACE, FACTOR), real, UNIVERSITY, params)
     assert cmp.jobs == 200 and not cmp.missing
@@ -48,8 +73,8 @@ def test_the_simulator_is_as_close_to_a_second_real_run_as_the_first_real_run_is
     from slurm_gpu.sim.validate import compare
 
     run1 = {r.trace_job_id: r for r in read_record(RECORD)[0]}
-    real2, params = read_record(RUN2)
-    assert params is not None and len(real2) == 163
+    real2, params = lab_record(RUN2)
+    assert len(real2) == 163
     run2 = {r.trace_job_id: r for r in real2}
     common = sorted(k for k in run2 if (run1[k].start or 0) < 460 and (run2[k].start or 0) < 460)
     truth = {k: (run2[k].submit, run2[k].start or 0) for k in common}
@@ -105,3 +130,42 @@ def test_short_replay_in_the_shared_lab(slurm_lab, tmp_path: Path) -> None:  # t
         assert r.start is not None and r.end is not None and r.start >= r.submit >= job.job.submit
         if r.runs == 1:  # a sleep of the compressed run time (seconds resolution)
             assert r.state == "COMPLETED" and abs((r.end - r.start) - job.job.duration) <= 2, r
+
+
+# Slurm 22.05's backfill reserves a pending job's nodes whole, on the bf_resolution grid (backfill.c:
+# the reservation is the job's node bitmap from start to start + limit, both rounded down to
+# bf_resolution; seen in the lab as squeue's StartTime/SchedNodes: 1-GPU jobs each planned on a whole
+# node for 3-minute slots on whole minutes). The tiny policy: 2 nodes x 4 GPUs. a holds n1 (limit 20m);
+# b holds 3 GPUs of n2 until its limit, 600; c (2 GPUs) is reserved on n2 from 600; d (1 GPU) would fit
+# n2's free GPU now.
+RESV = """job_id,user,gpu_num,node_num,submit_time,duration,time_limit
+a,u,4,1,0,1000,20
+b,u,3,1,0,1000,10
+c,u,2,1,10,50,10
+d,u,1,1,{d_submit},50,{d_limit}
+"""
+
+
+@pytest.mark.parametrize(("whole", "grid", "clock0", "d_submit", "d_limit", "d_start"), [
+    # GPUs reserved: at 600 n2 has b's 3 back, c takes 2 and d 1 (until 920): d does not delay c
+    (False, 0, 0, 20, 15, 20),
+    # whole node: d's limit (20-920) overlaps c's reservation of n2 (600-1200): d waits for b's end
+    (True, 0, 0, 20, 15, 600),
+    # d's limit 50-590 ends before the reservation starts (600, on the 60 s grid): d backfills
+    (True, 60, 0, 50, 9, 50),
+    # the wall clock at time 0 is 30 s past a minute: the reservation starts at 570 < 590
+    (True, 60, 30, 50, 9, 600),
+])
+def test_backfill_reservations_take_whole_nodes_on_the_resolution_grid(
+        whole: bool, grid: int, clock0: int, d_submit: int, d_limit: int, d_start: int) -> None:
+    got = schedule(run(RESV.format(d_submit=d_submit, d_limit=d_limit), bf_whole_nodes=whole,
+                       bf_resolution_s=grid, clock0_s=clock0))
+    assert got["c"] == (600, 650) and got["d"] == (d_start, d_start + 50)
+
+
+def test_the_lab_conf_maps_to_slurms_reservations() -> None:
+    from slurm_gpu.sim.validate import params_from_conf
+
+    p = params_from_conf("SchedulerType=sched/backfill\nSchedulerParameters=sched_interval=5,bf_interval=5\n")
+    assert p.bf_whole_nodes and p.bf_resolution_s == 60 and p.bf_interval_s == 5
+    assert params_from_conf("SchedulerParameters=bf_resolution=30\n").bf_resolution_s == 30
