@@ -92,12 +92,47 @@ def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def import_pynvml() -> Any:
+    """``import pynvml`` (nvidia-ml-py), without the cost of ``ctypes.util`` where nothing needs it.
+
+    The binding imports ``find_library`` from ``ctypes.util`` at load and calls it only on Windows;
+    importing ``ctypes.util`` pulls in shutil, subprocess, tempfile and re: 6-10 ms of every hook run
+    (benchmarks/bench_hooks.py profile). While the binding loads, ``ctypes.util`` is a stand-in whose
+    ``find_library`` imports the real module on first use; the stand-in is taken out again at once, so
+    nothing else ever sees it. The binding itself runs unchanged."""
+    import sys
+
+    if "pynvml" in sys.modules or "ctypes.util" in sys.modules:
+        import pynvml
+
+        return pynvml
+    import ctypes
+
+    def find_library(name: str) -> str | None:
+        sys.modules.pop("ctypes.util", None)
+        import ctypes.util as real
+
+        return real.find_library(name)
+
+    stand_in = type(sys)("ctypes.util")
+    stand_in.find_library = find_library  # type: ignore[attr-defined]
+    sys.modules["ctypes.util"] = stand_in
+    try:
+        import pynvml
+    finally:
+        if sys.modules.get("ctypes.util") is stand_in:
+            del sys.modules["ctypes.util"]
+        if getattr(ctypes, "util", None) is stand_in:
+            del ctypes.util
+    return pynvml
+
+
 class NvmlNode:
     """NVML, initialised for one hook run. Raises ``Unavailable`` when NVML cannot be used at all."""
 
     def __init__(self) -> None:
         try:
-            import pynvml
+            pynvml = import_pynvml()
         except ImportError:
             raise Unavailable("nvidia-ml-py (pynvml) is not installed") from None
         self.N = pynvml

@@ -24,6 +24,11 @@ from pathlib import Path
 from slurm_gpu.errors import SlurmGpuError
 
 DEFAULT_PREFIX = "/etc/slurm-gpu"
+# The node hooks' launcher: ``<prefix>/slurm-gpu-hook prolog|epilog|task-prolog``, run by the shims. Not
+# the console scripts, whose wrapper imports re (~5-8 ms of every run, measured in benchmarks/bench_hooks.py),
+# nor ``python -m`` (runpy, as much again); -I: no PYTHON* variable, no user site, no script directory.
+LAUNCHER = "slurm-gpu-hook"
+LAUNCHED = {"prolog.sh": "prolog", "epilog.sh": "epilog", "task_prolog.sh": "task-prolog"}
 SHIMS = {  # installed name -> (variable naming the entry point, console script)
     "prolog.sh": ("SLURM_GPU_PROLOG", "slurm-gpu-prolog"),
     "epilog.sh": ("SLURM_GPU_EPILOG", "slurm-gpu-epilog"),
@@ -57,6 +62,14 @@ FAST_PATH = {
 }
 
 
+# The hooks need no PrologFlags: without Alloc the Prolog runs on each node before the job's first step
+# there (the batch script, an srun step), which is before any task sees a GPU. With Alloc, srun and salloc
+# poll for the end of the Prolog every 0.1 s x i (src/srun allocate.c), so any Prolog at all, even
+# /bin/true, adds about 100 ms to every interactive allocation (benchmarks/bench_hooks.py, docs/hooks.md).
+ALLOC_NOTE = ("# PrologFlags: none needed. Keep Alloc (or Contain, which implies it) only if the site uses it for",
+              "# pam_slurm_adopt or X11: srun/salloc then wait ~100 ms more per allocation for any Prolog.")
+
+
 def entry_point_dir() -> str:
     """Where this installation's console scripts are: beside the interpreter (a venv), else on PATH."""
     here = os.path.dirname(sys.executable)
@@ -75,8 +88,12 @@ def shim_source_dir() -> Path:
 def shim_text(source: str, name: str, prefix: str, bin_dir: str, policy: str | None) -> str:
     """The shim with its settings block after the header comment (the shims read these variables)."""
     var, script = SHIMS[name]
-    block = [MARK, f"{var}={bin_dir}/{script}", f"SLURM_GPU_HOOKS_CONF={prefix}/hooks.conf",
+    entry = f'"{prefix}/{LAUNCHER} {LAUNCHED[name]}"' if name in LAUNCHED else f"{bin_dir}/{script}"
+    block = [MARK, f"{var}={entry}", f"SLURM_GPU_HOOKS_CONF={prefix}/hooks.conf",
              "export SLURM_GPU_HOOKS_CONF"]
+    if name in ("prolog.sh", "epilog.sh"):  # the agent, when one listens there (hooks.env may name another)
+        block += ["SLURM_GPU_HOOKS_AGENT=${SLURM_GPU_HOOKS_AGENT:-/run/slurm-gpu/agent.sock}",
+                  "export SLURM_GPU_HOOKS_AGENT"]
     if name == "epilog_ctld.sh" and policy:
         block += [f"GPUSUB_POLICY={policy}", "export GPUSUB_POLICY"]
     block += [f"if [ -r {prefix}/hooks.env ]; then set -a; . {prefix}/hooks.env; set +a; fi"]
@@ -85,6 +102,28 @@ def shim_text(source: str, name: str, prefix: str, bin_dir: str, policy: str | N
     lines = source.splitlines()
     at = next((i for i, ln in enumerate(lines) if ln.startswith("PATH=")), 2)
     return "\n".join(lines[:at] + block + lines[at:]) + "\n"
+
+
+def launcher_text(python: str) -> str:
+    return (f"#!{python} -I\n# SPDX-License-Identifier: Apache-2.0\n# slurm-gpu's node hooks launcher (docs/hooks.md); "
+            "written by slurm-gpu admin install\nimport sys\n\nfrom slurm_gpu.cli.node_hooks import hook_main\n\n"
+            "sys.exit(hook_main(sys.argv[1:]))\n")
+
+
+AGENT_UNIT = "slurm-gpu-hook-agent.service"
+
+
+def agent_unit_text(bin_dir: str) -> str:
+    """A systemd unit for the optional agent (slurm_gpu/app/hook_agent.py): before slurmd, so that the
+    first job finds it; restarted on failure; the hooks run without it whenever it is down."""
+    return ("# SPDX-License-Identifier: Apache-2.0\n# slurm-gpu's node hook agent (docs/hooks.md); written by "
+            "slurm-gpu admin install\n[Unit]\n"
+            "Description=slurm-gpu node hook agent (Prolog/Epilog without a Python start)\n"
+            "Before=slurmd.service\n\n[Service]\nType=simple\n"
+            f"ExecStart={bin_dir}/slurm-gpu-hook-agent --socket /run/slurm-gpu/agent.sock\n"
+            "Restart=on-failure\nRestartSec=5\n"
+            "# a restart must not kill what a run started (a job's MPS daemon lives until its Epilog)\n"
+            "KillMode=process\n\n[Install]\nWantedBy=multi-user.target\n")
 
 
 def hooks_conf_text(policy: str | None, settings: Mapping[str, str]) -> str:
@@ -138,7 +177,14 @@ def install(prefix: str, policy: str | None, *, bin_dir: str | None = None, job_
     except OSError as exc:
         raise SlurmGpuError(f"{prefix}: {exc.strerror or exc} (must be root's, no symlink, not writable by others)"
                             ) from None
+    if any(c.isspace() for c in prefix + sys.executable):
+        raise SlurmGpuError(f"{prefix}, {sys.executable}: the shims split their entry point on spaces; "
+                            "install into a path without blanks")
     try:
+        launcher = launcher_text(sys.executable).encode()
+        (res.written if _write(fd, LAUNCHER, launcher, 0o755) else res.kept).append(LAUNCHER)
+        unit = agent_unit_text(bin_dir).encode()
+        (res.written if _write(fd, AGENT_UNIT, unit, 0o644) else res.kept).append(AGENT_UNIT)
         for name in SHIMS:
             text = shim_text((src / name).read_text(encoding="utf-8"), name, prefix, bin_dir, policy)
             (res.written if _write(fd, name, text.encode(), 0o755) else res.kept).append(name)
@@ -189,7 +235,8 @@ def load_with_topologies(policy_file: str) -> tuple[object, dict[str, object]]:
 
 def slurm_lines(prefix: str, policy_file: str | None, device_dir: str = "/dev") -> str:
     """The slurm.conf and gres.conf lines for this installation (the node and gres lines from the emitter)."""
-    out = ["# ==> slurm.conf <==", *(f"{key}={prefix}/{name}" for key, name in SLURM_KEYS), "PrologFlags=Alloc"]
+    out = ["# ==> slurm.conf <==", *(f"{key}={prefix}/{name}" for key, name in SLURM_KEYS), *ALLOC_NOTE,
+           f"# On each GPU node, optionally: systemctl enable --now {prefix}/{AGENT_UNIT} (docs/hooks.md, the agent)"]
     if policy_file:
         from slurm_gpu.emit import gres_conf, slurm_conf
 
@@ -218,14 +265,35 @@ def _file_check(path: str, mode: int, executable: bool) -> str | None:
     return None
 
 
+def _agent_check(path: str) -> tuple[bool, str]:
+    """The optional agent: not running is fine (the hooks run without it); a socket there that is not
+    root's, or that nobody answers on, is reported (the hooks then run without it, and say nothing)."""
+    import socket
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return True, f"hook agent: not running ({path} absent; optional, docs/hooks.md)"
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o077:
+        return False, f"hook agent: {path} is not a socket of root's with mode 0600; the hooks will not use it"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(2)
+        try:
+            s.connect(path)
+        except OSError as exc:
+            return False, f"hook agent: {path}: nobody listening ({exc.strerror or exc}); the hooks run without it"
+    return True, f"hook agent: listening on {path}"
+
+
 def check(prefix: str, node: str | None = None, env: Mapping[str, str] | None = None) -> list[tuple[bool, str]]:
     """(ok, line) per check: files, modes, entry points, hooks.conf, the MIG layout vs. the policy."""
     env = os.environ if env is None else env
     prefix = os.path.abspath(prefix)
     out: list[tuple[bool, str]] = []
-    for name in (*SHIMS, "hooks.conf"):
+    for name in (*SHIMS, LAUNCHER, "hooks.conf"):
         path = os.path.join(prefix, name)
-        why = _file_check(path, 0o755 if name in SHIMS else 0o644, name in SHIMS)
+        executable = name in SHIMS or name == LAUNCHER
+        why = _file_check(path, 0o755 if executable else 0o644, executable)
         out.append((why is None, f"{path}: " + (why or "present, root's, not writable by others")))
     for name, (var, script) in SHIMS.items():
         path = os.path.join(prefix, name)
@@ -233,7 +301,8 @@ def check(prefix: str, node: str | None = None, env: Mapping[str, str] | None = 
             text = Path(path).read_text(encoding="utf-8")
         except OSError:
             continue
-        entry = next((ln.split("=", 1)[1] for ln in text.splitlines() if ln.startswith(f"{var}=")), None)
+        entry = next((ln.split("=", 1)[1].strip('"').split()[0] for ln in text.splitlines()
+                      if ln.startswith(f"{var}=") and ln.split("=", 1)[1].strip('"').split()), None)
         exe = entry or shutil.which(script, path="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         good = bool(exe) and os.path.isfile(str(exe)) and os.access(str(exe), os.X_OK)
         out.append((good, f"{name}: entry point {exe or script + ' (not on the default PATH)'}"
@@ -248,6 +317,7 @@ def check(prefix: str, node: str | None = None, env: Mapping[str, str] | None = 
             out.append((True, f"import {mod}: ok"))
         except Exception as exc:  # noqa: BLE001 - reported as a failed check
             out.append((False, f"import {mod}: {type(exc).__name__}: {exc}"))
+    out.append(_agent_check(env.get("SLURM_GPU_HOOKS_AGENT") or "/run/slurm-gpu/agent.sock"))
     out.extend(_mig_checks(cfg, node or env.get("SLURMD_NODENAME") or os.uname().nodename.split(".")[0]))
     return out
 

@@ -18,6 +18,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook s
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import FrameType
+    from typing import Any
 
 HARD_LIMIT_S = 300  # backstop; NVML work is bounded by nvml_timeout_s, scontrol by drain_timeout_s
 USAGE = """usage: {prog}
@@ -25,6 +26,20 @@ USAGE = """usage: {prog}
   slurmd's {what} for GPU jobs (docs/hooks.md). Settings: /etc/slurm-gpu/hooks.conf (or
   $SLURM_GPU_HOOKS_CONF), each key overridable as $SLURM_GPU_HOOKS_<KEY>.
   Exit 0 unless a real GPU health failure (Prolog: 3; Epilog: 3 only when its drain failed)."""
+
+
+SIGALRM = 14  # Linux; _signals() checks
+
+
+def _signals() -> Any:
+    """CPython's ``_signal`` (what ``signal`` wraps, without ``signal``'s import of enum: ~3 ms of every
+    hook run); ``signal`` where it is missing."""
+    try:
+        import _signal as mod  # type: ignore[import-not-found]
+    except ImportError:
+        import signal as mod
+    assert mod.SIGALRM == SIGALRM
+    return mod
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
@@ -47,20 +62,15 @@ def _finish(rc: int) -> int:
     return rc
 
 
-def _main(phase: str, what: str, argv: Sequence[str] | None) -> int:
-    args = sys.argv[1:] if argv is None else list(argv)
-    if args and args[0] in ("-h", "--help"):
-        print(USAGE.format(prog=f"slurm-gpu-{phase.replace('_', '-')}", what=what))
-        return 0
+def run_phase(phase: str) -> int:
+    """One hook run in this process (the entry point's, or the hook agent's child): the exit status."""
     rc = 0
-    # the backstop alarm only where there is GPU work (signal imports enum: ~2 ms of every CPU-only job)
+    # the backstop alarm only where there is GPU work (the shims start no Python for a job without GPUs)
     armed = phase != "task_prolog" and bool(os.environ.get("SLURM_JOB_GPUS") or os.environ.get("CUDA_VISIBLE_DEVICES"))
     try:
         if armed:
-            import signal
-
-            signal.signal(signal.SIGALRM, _on_alarm)
-            signal.alarm(HARD_LIMIT_S)
+            _signals().signal(SIGALRM, _on_alarm)
+            _signals().alarm(HARD_LIMIT_S)
         from slurm_gpu.app import node_hooks
 
         if phase == "task_prolog":
@@ -75,10 +85,25 @@ def _main(phase: str, what: str, argv: Sequence[str] | None) -> int:
         rc = 0
     finally:
         if armed:
-            import signal
+            _signals().alarm(0)
+    return rc
 
-            signal.alarm(0)
-    return _finish(rc)
+
+def _main(phase: str, what: str, argv: Sequence[str] | None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] in ("-h", "--help"):
+        print(USAGE.format(prog=f"slurm-gpu-{phase.replace('_', '-')}", what=what))
+        return 0
+    agent = os.environ.get("SLURM_GPU_HOOKS_AGENT", "")
+    if phase != "task_prolog" and agent and os.geteuid() == 0:
+        # the hook agent, when one listens: the same run in a fork of a process that has everything
+        # imported (slurm_gpu/app/hook_agent.py); otherwise, or when it did not start the run, here
+        from slurm_gpu.app.hook_agent import run_via_agent
+
+        rc = run_via_agent(agent, phase, os.environ, HARD_LIMIT_S + 30)
+        if rc is not None:
+            return rc
+    return _finish(run_phase(phase))
 
 
 def prolog_main(argv: Sequence[str] | None = None) -> int:
@@ -91,3 +116,31 @@ def epilog_main(argv: Sequence[str] | None = None) -> int:
 
 def task_prolog_main(argv: Sequence[str] | None = None) -> int:
     return _main("task_prolog", "TaskProlog", argv)
+
+
+def agent_main(argv: Sequence[str] | None = None) -> int:
+    """``slurm-gpu-hook-agent [--socket PATH]``: the optional per-node agent (slurm_gpu/app/hook_agent.py)."""
+    import argparse
+
+    from slurm_gpu.app import hook_agent
+
+    ap = argparse.ArgumentParser(prog="slurm-gpu-hook-agent",
+                                 description="Serve the Prolog and Epilog from one process that has their imports "
+                                             "loaded (docs/hooks.md, \"The agent\"). Runs as root until SIGTERM.")
+    ap.add_argument("--socket", default=os.environ.get(hook_agent.ENV_SOCKET) or hook_agent.DEFAULT_SOCKET,
+                    help=f"the socket (default: ${hook_agent.ENV_SOCKET}, else {hook_agent.DEFAULT_SOCKET})")
+    args = ap.parse_args(None if argv is None else list(argv))
+    return hook_agent.serve(args.socket)
+
+
+
+ENTRY_POINTS = {"prolog": prolog_main, "epilog": epilog_main, "task-prolog": task_prolog_main}
+
+
+def hook_main(argv: Sequence[str]) -> int:
+    """``slurm-gpu-hook prolog|epilog|task-prolog``: the launcher ``slurm-gpu admin install`` writes."""
+    which = argv[0] if argv else ""
+    if which not in ENTRY_POINTS:
+        sys.stderr.write("usage: slurm-gpu-hook prolog|epilog|task-prolog [-h]\n")
+        return 2
+    return ENTRY_POINTS[which](list(argv[1:]))

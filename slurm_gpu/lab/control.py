@@ -90,7 +90,7 @@ def default_hooks(job_submit_lua: str | None = None, prolog: str | None = None, 
         node_hooks = enabled_by_env()
     return LabHooks(job_submit_lua=_abs(job_submit_lua), prolog=_abs(prolog), epilog=_abs(epilog),
                     task_prolog=_abs(task_prolog), job_submit_policy=job_submit_policy, node_hooks=node_hooks,
-                    prolog_alloc=os.environ.get("SLURM_GPU_LAB_PROLOG_ALLOC", "1") != "0")
+                    prolog_alloc=os.environ.get("SLURM_GPU_LAB_PROLOG_ALLOC", "0") == "1")
 
 
 def slurm_version() -> tuple[int, int, int]:
@@ -209,6 +209,7 @@ class Lab(LabDaemons):
                 Path(self.paths.env_file).write_text(self.env_text())
             if hooks.node_hooks:
                 nodehooks.install(self.paths.lab_dir, self._read("policy"), repo_root(), self.say)
+                self._start_hook_agents()
             self.say(f"lab already up and healthy ({self._ms(t0)}); use --restart to start afresh")
             return time.monotonic() - t0
         self._down(quiet=True)
@@ -260,12 +261,20 @@ class Lab(LabDaemons):
         self._sacctmgr(sacctmgr_qos_limit_commands(spec))
         self.say(f"slurmctld up, QOS limits set ({self._ms(t)})")
         t = time.monotonic()
+        if hooks.node_hooks:
+            self._start_hook_agents()
         self._start_slurmds(list(spec.node_names))
         self.say(f"{len(spec.nodes)} slurmd idle ({self._ms(t)})")
         Path(p.env_file).write_text(self.env_text())
         took = time.monotonic() - t0
         self.say(f"lab UP in {took:.1f} s. Clients: source <(slurm-gpu lab env); submit as '{self.user}'")
         return took
+
+    def _start_hook_agents(self) -> None:
+        from slurm_gpu.app.admin import entry_point_dir
+        from slurm_gpu.lab.nodehooks import start_agents
+
+        start_agents(self.paths.lab_dir, self.node_names(), self.paths.pid_dir, entry_point_dir(), self.say)
 
     def _copy_policy(self, policy_path: str, hooks: LabHooks) -> None:
         """Copy the policy (with its includes and topology files) into the lab dir and record the copy:
@@ -346,6 +355,9 @@ class Lab(LabDaemons):
                         break
             except SlurmGpuError:
                 pass
+        from slurm_gpu.lab.nodehooks import stop_agents
+
+        stop_agents(p.pid_dir, self.say)
         if os.path.isdir(p.pid_dir):
             for f in sorted(os.listdir(p.pid_dir)):
                 if f.startswith("slurmd."):

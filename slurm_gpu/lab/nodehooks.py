@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The lab's node hooks, installed the way an admin would (``slurm-gpu admin install``, docs/lab.md).
 
-``lab up`` with node hooks on (``SLURM_GPU_LAB_NODE_HOOKS=1``) installs the shims and a hooks.conf into
-``$LAB_DIR/node-hooks`` and names the shims in slurm.conf (Prolog=, Epilog=, TaskProlog=,
-PrologFlags=Alloc). ``hooks.env`` (sourced by every shim before the entry point starts) puts the
+``lab up`` (node hooks on unless ``SLURM_GPU_LAB_NODE_HOOKS=0``) installs the shims and a hooks.conf into
+``$LAB_DIR/node-hooks`` and names the shims in slurm.conf (Prolog=, Epilog=, TaskProlog=; no PrologFlags,
+as ``slurm-gpu admin install`` advises). ``hooks.env`` (sourced by every shim before the entry point starts) puts the
 stand-in ``libnvidia-ml.so.1`` (built from tests/nvml_standin, when a C compiler is there) on
 ``LD_LIBRARY_PATH`` and serves ``$LAB_DIR/nvml/<node>.state``: a node without a state file is a node
 without an NVIDIA driver. The three emulated nodes share one host, so every per-node directory
@@ -25,7 +25,7 @@ SUBDIR = "node-hooks"
 SHIMS = {"prolog": "prolog.sh", "epilog": "epilog.sh", "task_prolog": "task_prolog.sh"}
 
 
-def enabled_by_env(default: bool = False) -> bool:
+def enabled_by_env(default: bool = True) -> bool:
     value = os.environ.get(ENV_SWITCH, "")
     return default if value == "" else value != "0"
 
@@ -85,7 +85,8 @@ def install(lab_dir: str, policy: str | None, repo: Path, say: Callable[[str], o
     mps_control = repo / "tests" / "nvml_standin" / "bin" / "nvidia-cuda-mps-control"
     if mps_control.is_file():
         settings["mps_control"] = str(mps_control)
-    env = {"SLURM_GPU_HOOKS_STATE_DIR": f"{run}/jobs", "SLURM_GPU_HOOKS_TASK_DIR": f"{run}/task",
+    env = {"SLURM_GPU_HOOKS_AGENT": f"{run}/agent.sock", "SLURM_GPU_HOOKS_STATE_DIR": f"{run}/jobs",
+           "SLURM_GPU_HOOKS_TASK_DIR": f"{run}/task",
            "SLURM_GPU_HOOKS_JOBMAP_DIR": f"{run}/dcgm-job-map", "SLURM_GPU_HOOKS_MPS_DIR": f"{run}/mps",
            "SLURM_GPU_HOOKS_TEXTFILE_DIR": f"{run}/textfile", "SLURM_GPU_NVML_STANDIN_DIR": nvml}
     lib = standin_lib_dir(repo)
@@ -96,4 +97,62 @@ def install(lab_dir: str, policy: str | None, repo: Path, say: Callable[[str], o
     admin_install(pre, policy, settings=settings, env=env)
 
 
-__all__ = ["ENV_SWITCH", "enabled_by_env", "prefix", "nvml_dir", "wire", "install"]
+AGENT_COMM = "slurm-gpu-hook-"  # /proc/PID/comm of slurm-gpu-hook-agent (15 characters)
+
+
+def agent_env(lab_dir: str, node: str) -> dict[str, str]:
+    """The environment a node's shims give the hooks (hooks.env, ``${SLURMD_NODENAME...}`` expanded)."""
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "SLURMD_NODENAME": node}
+    try:
+        text = Path(prefix(lab_dir), "hooks.env").read_text(encoding="utf-8")
+    except OSError:
+        return env
+    for line in text.splitlines():
+        key, eq, value = line.partition("=")
+        if eq and key.isidentifier():
+            env[key] = value.strip('"').replace("${SLURMD_NODENAME:-unknown}", node)
+    return env
+
+
+def start_agents(lab_dir: str, nodes: list[str], pid_dir: str, bin_dir: str,
+                 say: Callable[[str], object] = print) -> None:
+    """One ``slurm-gpu-hook-agent`` per emulated node, as an admin's systemd unit would run it on each node
+    (started where not running; the hooks run without it whenever it is not there)."""
+    from slurm_gpu.lab import procs
+
+    exe = os.path.join(bin_dir, "slurm-gpu-hook-agent")
+    if not os.access(exe, os.X_OK):
+        say(f"node hooks: no {exe}; the hooks run without the agent")
+        return
+    for node in nodes:
+        pidfile = os.path.join(pid_dir, f"hook-agent.{node}.pid")
+        if procs.pidfile_process(pidfile, AGENT_COMM) is not None:
+            continue
+        env = agent_env(lab_dir, node)
+        sock = env.get("SLURM_GPU_HOOKS_AGENT", "")
+        os.makedirs(os.path.dirname(sock), mode=0o755, exist_ok=True)
+        log = os.path.join(prefix(lab_dir), "log", f"hook-agent.{node}.log")  # root's directory, not the lab's 1777 one
+        os.makedirs(os.path.dirname(log), mode=0o755, exist_ok=True)
+        procs.start_detached([exe, "--socket", sock], log, pidfile, env=env)
+    for node in nodes:  # listening before the first job comes
+        sock = agent_env(lab_dir, node).get("SLURM_GPU_HOOKS_AGENT", "")
+        for _ in range(100):
+            if os.path.exists(sock):
+                break
+            import time
+
+            time.sleep(0.05)
+        else:
+            say(f"node hooks: the agent of {node} does not listen on {sock}; its hooks run without it")
+
+
+def stop_agents(pid_dir: str, say: Callable[[str], object] = print) -> None:
+    from slurm_gpu.lab import procs
+
+    if os.path.isdir(pid_dir):
+        for f in sorted(os.listdir(pid_dir)):
+            if f.startswith("hook-agent."):
+                procs.stop_pidfile(os.path.join(pid_dir, f), AGENT_COMM, say)
+
+
+__all__ = ["ENV_SWITCH", "enabled_by_env", "prefix", "nvml_dir", "wire", "install", "start_agents", "stop_agents"]

@@ -49,7 +49,7 @@ class LabHooks:
     task_prolog: str | None = None
     epilog_slurmctld: str | None = None  # EpilogSlurmctld= (slurmctld reads it only when it starts)
     node_hooks: bool = False  # install slurm-gpu's own Prolog/Epilog/TaskProlog (slurm_gpu/lab/nodehooks.py)
-    prolog_alloc: bool = True  # PrologFlags=Alloc with a Prolog/Epilog (False: the Prolog runs at the first step)
+    prolog_alloc: bool = False  # PrologFlags=Alloc with a Prolog/Epilog (False: the Prolog runs at the first step)
 
     @property
     def job_submit(self) -> str | None:

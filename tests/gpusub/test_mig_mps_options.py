@@ -185,7 +185,11 @@ def test_job_submit_lua_refuses_a_bad_token_from_plain_sbatch(slurm_lab, comment
 
 # ---- a private lab with the MIG policy -------------------------------------------------------------
 
-PRIVATE = {"SLURM_GPU_LAB_DIR": "/tmp/slurm-gpu-lab-mig", "SLURM_GPU_LAB_PORT_BASE": "25817"}
+# Without slurm-gpu's node hooks: this lab checks what Slurm schedules where (gres.conf slices, the token in
+# the Comment, job_submit.lua); the hooks that serve a layout are tested in tests/hooks/test_node_lab.py. With
+# them on, the --mig job would fail as it should on a node without an NVIDIA driver (no NVML state here).
+PRIVATE = {"SLURM_GPU_LAB_DIR": "/tmp/slurm-gpu-lab-mig", "SLURM_GPU_LAB_PORT_BASE": "25817",
+           "SLURM_GPU_LAB_NODE_HOOKS": "0"}
 
 
 @pytest.mark.slurm
