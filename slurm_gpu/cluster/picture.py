@@ -25,8 +25,17 @@ HOSTLIST_WIDTH = 60
 
 
 def gpu_owners(jobs: Iterable[JobGres]) -> dict[tuple[str, int], tuple[str, str]]:
-    """(node, GPU index) -> (user, job id) of running jobs' ``GRES=…(IDX:…)``."""
+    """(node, GPU index) -> (user, job id) of running jobs' ``GRES=…(IDX:…)``. A GPU that shard jobs use
+    (``shard:h100:3(IDX:0)``: the index is the GPU's) is theirs too: Slurm gives it to no whole-GPU job
+    while they run (docs/cluster.md, "Shards"); a whole-GPU holder wins the cell."""
     owners: dict[tuple[str, int], tuple[str, str]] = {}
+    jobs = list(jobs)
+    for job in jobs:
+        for node, items in job.held:
+            for item in items:
+                if item.name == "shard" and item.idx:
+                    for i in item.idx:
+                        owners.setdefault((node, i), (job.user, job.job_id))
     for job in jobs:
         for node, items in job.held:
             for item in items:

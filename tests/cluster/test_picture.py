@@ -113,3 +113,17 @@ def test_five_hundred_is_summarised_and_full_is_not():
     short = picture(view)
     assert "500 GPU nodes, summarised" in short and len(short.splitlines()) < 40
     assert len(picture(view, max_rows=10_000).splitlines()) > 500
+
+
+def test_a_gpu_that_shard_jobs_use_is_not_drawn_free():
+    """Slurm gives a GPU with shards in use to no whole-GPU job (docs/cluster.md, "Shards"): the picture
+    shows it as the shard job's, beside a whole GPU another user holds, and the other 6 free."""
+    node = R.node_line("s01", state="MIXED", gres="gpu:h100:8(S:0-1),shard:h100:32(S:0-1)",
+                       used="gpu:h100:1(IDX:5),shard:h100:3(IDX:0)", cpu_alloc=8, mem_alloc=122880)
+    jobs = "\n".join([R.job_line(201, "ann", "RUNNING", "s01", "shard:h100:3(IDX:0)", "TresPerNode=gres:shard:3"),
+                      R.job_line(202, "bob", "RUNNING", "s01", "gpu:h100:1(IDX:5)", "TresPerNode=gres:gpu:1")])
+    text = picture(from_texts(node, jobs, PARTS, GRES_CONF.replace("n[01-16]", "s01")))
+    row = next(line for line in text.splitlines() if line.startswith("s01"))
+    cells = row.split("[", 1)[1].split("]", 1)[0].replace("|", "")
+    assert len(cells) == 8 and cells[0] not in ". " and cells[5] not in ". " and cells[0] != cells[5]
+    assert cells[1:5] + cells[6:] == "......"
