@@ -9,12 +9,14 @@ client's environment, standard streams and exit status. Without an agent (no soc
 listening, a socket that is not root's), the entry point runs the hook in its own process as before.
 
 Protocol, over a unix stream socket (root's, 0600, in a root-owned directory not writable by others):
-the client (``slurm-gpu-prolog``/``-epilog`` as root) connects and sends its stdin, stdout and stderr
-(SCM_RIGHTS) with ``MAGIC phase NUL`` and the environment as NUL-separated ``KEY=VALUE`` (at most
-``MAX_REQUEST`` bytes), then ends its writing. The agent accepts only uid 0 (SO_PEERCRED) and forks;
-the child answers ``S`` (started), runs the hook, answers one byte, the exit status, and exits.
-No ``S``: the hook did not start, and the client runs it itself. ``S`` and no status (the child died):
-the client says so and exits 0, as for any fault of ours.
+the client (``slurm-gpu-prolog``/``-epilog`` as root) connects and sends the request: its length (4
+bytes, big-endian), then ``MAGIC phase NUL`` and the environment as NUL-separated ``KEY=VALUE`` (at most
+``MAX_REQUEST`` bytes). The agent accepts only uid 0 (SO_PEERCRED) and forks; the child reads the
+request and answers ``S`` (started); only then does the client send its stdin, stdout and stderr
+(SCM_RIGHTS, with one byte), so that an agent stuck before ``S`` never holds the client's output pipes
+open (slurmd would wait for their end). The child runs the hook on them, answers one byte, the exit
+status, and exits. No ``S`` within ``STARTED_WAIT_S``: the hook did not start, and the client runs it
+itself. ``S`` and no status (the child died): the client says so and exits 0, as for any fault of ours.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 MAGIC = b"SGA1 "
 MAX_REQUEST = 256 * 1024
 STARTED = b"S"
+STARTED_WAIT_S = 10.0  # no "started" by then (an agent that accepts but is stuck): run the hook here
 PHASES = ("prolog", "epilog")
 ENV_SOCKET = "SLURM_GPU_HOOKS_AGENT"  # the socket's path; the shims set it (hooks.env in the lab)
 DEFAULT_SOCKET = "/run/slurm-gpu/agent.sock"
@@ -74,14 +77,14 @@ def run_via_agent(path: str, phase: str, env: Mapping[str, str], wait_s: float) 
         sock.settimeout(5)
         sock.connect(path)
         data = encode(phase, env)
-        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
-        sent = sock.sendmsg([data[:32768]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-        sock.sendall(data[sent:])
-        sock.shutdown(_socket.SHUT_WR)
-        sock.settimeout(wait_s)
+        sock.sendall(len(data).to_bytes(4, "big") + data)
+        sock.settimeout(STARTED_WAIT_S)  # the child answers before it runs anything
         if sock.recv(1) != STARTED:
             sock.close()
             return None
+        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
+        sock.sendmsg([b"F"], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        sock.settimeout(wait_s)
     except OSError:
         sock.close()
         return None
@@ -162,6 +165,18 @@ def _peer_uid(conn) -> int:
     return struct.unpack("3i", raw)[1]
 
 
+def _read(conn, n: int) -> bytes:
+    """Exactly ``n`` bytes (fewer only at the end of the stream)."""
+    chunks, got = [], 0
+    while got < n:
+        chunk = conn.recv(min(n - got, 65536))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
 def _child(conn, listener) -> None:
     """In the forked child: read the request, become the entry point, answer. Never returns."""
     import socket
@@ -170,19 +185,17 @@ def _child(conn, listener) -> None:
     try:
         listener.close()
         conn.settimeout(10)
-        first, fds, _flags, _addr = socket.recv_fds(conn, 32768, 3)
-        chunks, size = [first], len(first)
-        while first and size <= MAX_REQUEST:
-            first = conn.recv(65536)
-            chunks.append(first)
-            size += len(first)
-        request = decode(b"".join(chunks)) if len(fds) == 3 else None
+        size = int.from_bytes(_read(conn, 4), "big")
+        request = decode(_read(conn, size)) if 0 < size <= MAX_REQUEST else None
         if request is None:
-            for fd in fds:
-                os.close(fd)
             os._exit(0)
         phase, env = request
         conn.sendall(STARTED)
+        _byte, fds, _flags, _addr = socket.recv_fds(conn, 1, 3)
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            os._exit(0)
         for i, fd in enumerate(fds):
             os.dup2(fd, i)
             os.close(fd)

@@ -143,9 +143,9 @@ def test_the_agent_refuses_a_client_that_is_not_root(hooks: Hooks):
 
 
 def _refused(hooks: Hooks, agent: Agent) -> None:
-    code = ("import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
-            "socket.send_fds(s,[b'SGA1 prolog\\0SLURM_JOB_ID=1'],[0,1,2]); s.shutdown(socket.SHUT_WR); "
-            "r=b'reset'\ntry: r=s.recv(1)\nexcept ConnectionResetError: r=b''\nprint(repr(r))")
+    code = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\nr=b''\n"
+            "try:\n m=b'SGA1 prolog\\0SLURM_JOB_ID=1'\n s.sendall(len(m).to_bytes(4,'big')+m)\n r=s.recv(1)\n"
+            "except OSError:\n r=b''\nprint(repr(r))")  # closed at once: a reset or a broken pipe is the same
     r = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-c", code, str(agent.sock)],
                        capture_output=True, text=True, timeout=30)
     assert r.stdout.strip() == "b''", r.stdout + r.stderr  # closed without starting anything
@@ -159,9 +159,8 @@ def test_a_malformed_request_starts_nothing(hooks: Hooks, agent: Agent):
                     b"SGA1 prolog\0" + b"x" * 300000):
         s = socket.socket(socket.AF_UNIX)
         s.connect(str(agent.sock))
-        socket.send_fds(s, [payload[:32768]], [0, 1, 2])
         try:
-            s.sendall(payload[32768:])
+            s.sendall(len(payload).to_bytes(4, "big") + payload)
             s.shutdown(socket.SHUT_WR)
         except OSError:
             pass  # the agent closed at once
@@ -185,10 +184,11 @@ def test_started_but_no_status_is_our_fault_and_exits_0(hooks: Hooks, tmp_path: 
 
     def serve_once() -> None:
         conn, _ = srv.accept()
-        _msg, fds, _f, _a = socket.recv_fds(conn, 65536, 3)
+        conn.recv(65536)
+        conn.sendall(hook_agent.STARTED)
+        _msg, fds, _f, _a = socket.recv_fds(conn, 1, 3)
         for fd in fds:
             os.close(fd)
-        conn.sendall(hook_agent.STARTED)
         conn.close()
 
     t = threading.Thread(target=serve_once, daemon=True)
@@ -242,3 +242,26 @@ def test_admin_check_reports_the_agent(hooks: Hooks, agent: Agent, tmp_path: Pat
     os.chmod(dead, 0o666)
     ok_, line = _agent_check(str(dead))
     assert not ok_ and "not a socket of root's with mode 0600" in line
+
+
+def test_an_agent_that_accepts_and_never_answers_is_not_waited_for(hooks: Hooks, tmp_path: Path):
+    """Stuck before it started anything: after STARTED_WAIT_S the entry point runs the hook itself."""
+    d = tmp_path / "stuck"
+    d.mkdir(mode=0o700)
+    path = d / "agent.sock"
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(path))
+    srv.listen(1)
+    held = []
+    t = threading.Thread(target=lambda: held.append(srv.accept()), daemon=True)
+    t.start()
+    began = time.monotonic()
+    r, pid = run(hooks, "prolog", None, SLURM_GPU_HOOKS_AGENT=str(path))
+    took = time.monotonic() - began
+    ok(r)
+    assert log_pids(hooks, "prolog") == {pid} and sorted(os.listdir(hooks.root / "jobmap")) == ["2", "3"]
+    assert hook_agent.STARTED_WAIT_S <= took < hook_agent.STARTED_WAIT_S + 30
+    t.join(5)
+    for conn, _ in held:
+        conn.close()
+    srv.close()
