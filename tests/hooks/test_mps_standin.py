@@ -102,7 +102,10 @@ def mps_env():
     yield env
     for pid in env.pids:  # only what this test started
         if alive(pid):
-            os.kill(pid, 9)
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass  # it ended between the check and the kill
     shutil.rmtree(root, ignore_errors=True)
 
 
