@@ -242,8 +242,12 @@ class LabDaemons:
 
     def _sacctmgr(self, commands: list[list[str]]) -> None:
         for argv in commands:
-            r = clients.run(["sacctmgr", "-i", *argv], self.slurm_conf, timeout_s=30)
-            out = (r.stdout + r.stderr).strip()
+            for _ in poll(20, first_s=0.2, max_s=1.0):
+                r = clients.run(["sacctmgr", "-i", *argv], self.slurm_conf, timeout_s=30)
+                out = (r.stdout + r.stderr).strip()
+                # slurmdbd logs "started" a moment before it listens (seen once on 24.11.5 under load)
+                if not (r.returncode != 0 and "Connection refused" in out):
+                    break
             if r.returncode != 0 and "Nothing new added" not in out and "already exists" not in out:
                 raise SlurmGpuError(
                     f"sacctmgr {' '.join(argv)} failed: {out.splitlines()[-1] if out else r.returncode}"
