@@ -1,19 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """Benchmark P3: what slurm-gpu's node hooks (Prolog, Epilog, TaskProlog) add to a tiny GPU job.
 
-Three private labs side by side, as root: ``/tmp/slurm-gpu-lab-p3h`` (ports from 29817) with the hooks
-installed as ``lab up`` does with ``SLURM_GPU_LAB_NODE_HOOKS=1`` (stand-in NVML state on h100n1, so the
-hooks do their full GPU work: NVML, accounting, job map, health, stats), ``/tmp/slurm-gpu-lab-p3n``
-(ports from 30817) without, and ``/tmp/slurm-gpu-lab-p3e`` (ports from 31817) whose Prolog, Epilog and
-TaskProlog are ``/bin/true`` (PrologFlags=Alloc): Slurm's own cost of having hooks at all. The lab
-user runs ``srun -w h100n1 --gpus=h100:1 -t 5 true`` sequentially,
-``--rounds`` rounds of ``--per-round`` jobs in each lab, alternating (the order flips every round); the
-time of each srun (allocation, Prolog with PrologFlags=Alloc, TaskProlog, step, exit) is one job's
-turnaround. The Epilog runs after srun returns (it delays the release of the node, not the job), so it
-is timed from the hook's own log. Then each entry point is profiled directly (fresh processes), to say
-what bounds the cost. Prints the median added turnaround per job; the goal is 100 ms or less.
+Private labs side by side, as root: ``/tmp/slurm-gpu-lab-p3h`` (ports from 40817) with the hooks
+installed as ``lab up`` does by default, as ``slurm-gpu admin install`` advises (the hook agents, no
+PrologFlags; stand-in NVML state on h100n1, so the hooks do their full GPU work: NVML, accounting, job
+map, health, stats), ``/tmp/slurm-gpu-lab-p3n`` (41817) without hooks, and ``/tmp/slurm-gpu-lab-p3e``
+(42817) whose Prolog, Epilog and TaskProlog are ``/bin/true``: Slurm's own cost of having hooks at all.
+``--with-alloc`` adds ours and ``/bin/true`` with ``PrologFlags=Alloc`` (43817, 44817). The lab user
+runs ``srun -w h100n1 --gpus=h100:1 -t 5 true`` one after another, ``--rounds`` rounds of
+``--per-round`` jobs in each lab, alternating (the order flips every round); the time of each srun is
+one job's turnaround, and since the node takes the next job only when the previous job's Epilog is
+done, the Epilog counts too. Then each entry point is profiled directly (fresh processes, in its own
+process and through the agent), to say what bounds the cost. Prints the median added turnaround per
+job; the goal is 100 ms or less.
 
-    python benchmarks/bench_hooks.py [--rounds 10] [--per-round 10] [--keep-up]
+    python benchmarks/bench_hooks.py [--rounds 10] [--per-round 10] [--with-alloc] [--keep-up]
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """The node hooks installed in a real lab the way an admin would (``slurm-gpu admin install`` through
-``lab up`` with ``SLURM_GPU_LAB_NODE_HOOKS=1``): slurmd runs the shims, the shims run the entry points,
+``lab up``, node hooks on as by default): slurmd runs the shims, the shims run the entry points,
 the entry points run the real nvidia-ml-py over the stand-in libnvidia-ml.so.1, whose per-node state the
 test writes (``$LAB_DIR/nvml/<node>.state``; no file = no NVIDIA driver on that node).
 
 A private lab (/tmp/slurm-gpu-lab-nodehooks, ports from 28817), module-scoped, taken down at the end:
-the shared lab runs without the node hooks until the lead switches it (docs/lab.md). Its policy is the
+the shared lab has the hooks too, but its nodes have no NVML state (docs/lab.md). Its policy is the
 lab policy with the h100x8 nodes in dynamic MIG mode."""
 
 from __future__ import annotations
