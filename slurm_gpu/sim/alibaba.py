@@ -23,7 +23,6 @@ scheduled_time, deletion_time``. How a pod becomes a job (docs/simulate.md "Trac
 
 from __future__ import annotations
 
-import csv
 import math
 import random
 import re
@@ -38,9 +37,9 @@ from slurm_gpu.sim.traces import (
     _empty,
     _finish,
     _int,
-    _lines,
     _time,
     _Where,
+    read_csv_trace,
 )
 
 COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
@@ -56,18 +55,10 @@ def is_header(first_line: str) -> bool:
 
 
 def read_alibaba(lines: Iterable[str], name: str = "<trace>") -> Trace:
-    rows = csv.reader(_lines(lines, name))
-    try:
-        return _read(rows, name)
-    except csv.Error as exc:  # a NUL byte, a quoted field over csv's limit, ...
-        raise TraceError(f"{name}:{rows.line_num}:1: {exc}") from None
+    return read_csv_trace(lines, name, _read)
 
 
-def _read(rows: Any, name: str) -> Trace:
-    try:
-        header = [h.strip().lower() for h in next(rows)]
-    except StopIteration:
-        raise TraceError(f"{name}:1:1: empty trace") from None
+def _read(rows: Any, name: str, header: list[str]) -> Trace:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise TraceError(f"{name}:1:1: missing column(s) {', '.join(missing)} (an Alibaba pod list)")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -160,19 +160,25 @@ def _count(jobs: list[TraceJob], where: _Where) -> None:
 
 # ---- Slurm-native CSV -------------------------------------------------------------------------
 
-def read_csv(lines: Iterable[str], name: str = "<trace>") -> Trace:
+def read_csv_trace(lines: Iterable[str], name: str, parse: Callable[[Any, str, list[str]], Trace]) -> Trace:
+    """``parse(rows, name, header)`` over the CSV rows of ``lines`` (header lower-cased); csv's own errors
+    (a NUL byte, a quoted field over csv's field size limit) and an empty file as ``name:line:1: ...``."""
     rows = csv.reader(_lines(lines, name))
     try:
-        return _read_csv(rows, name)
-    except csv.Error as exc:  # a quoted field over csv's field size limit, a NUL byte, ...
+        try:
+            header = [h.strip().lower() for h in next(rows)]
+        except StopIteration:
+            raise TraceError(f"{name}:1:1: empty trace") from None
+        return parse(rows, name, header)
+    except csv.Error as exc:
         raise TraceError(f"{name}:{rows.line_num}:1: {exc}") from None
 
 
-def _read_csv(rows: Any, name: str) -> Trace:
-    try:
-        header = [h.strip().lower() for h in next(rows)]
-    except StopIteration:
-        raise TraceError(f"{name}:1:1: empty trace") from None
+def read_csv(lines: Iterable[str], name: str = "<trace>") -> Trace:
+    return read_csv_trace(lines, name, _read_csv)
+
+
+def _read_csv(rows: Any, name: str, header: list[str]) -> Trace:
     where = _Where(name, header)
     missing = [c for c in ("job_id", "submit_time") if c not in header]
     if "duration" not in header and not {"start_time", "end_time"} <= set(header):
