@@ -14,7 +14,7 @@ import socket
 import stat
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -434,3 +434,24 @@ def lab_client_env(base: dict[str, str] | None = None) -> dict[str, str]:
     for key, value in Lab(LabPaths(lab_dir_from_env())).env_vars().items():
         env.setdefault(key, value)
     return env
+
+
+@contextlib.contextmanager
+def private_lab(lab_dir: str, port_base: str, say: Callable[[str], None] = print) -> Iterator[Lab]:
+    """A second lab beside the shared one (docs/lab.md, "A second lab"): ``SLURM_GPU_LAB_DIR`` and
+    ``SLURM_GPU_LAB_PORT_BASE`` point at it while it is in use (the caller brings it up); at the end it is
+    taken down and the two variables are what they were."""
+    saved = {k: os.environ.get(k) for k in ("SLURM_GPU_LAB_DIR", "SLURM_GPU_LAB_PORT_BASE")}
+    os.environ.update(SLURM_GPU_LAB_DIR=lab_dir, SLURM_GPU_LAB_PORT_BASE=port_base)
+    lab = Lab(LabPaths(lab_dir), say=say)
+    try:
+        yield lab
+    finally:
+        try:
+            lab.down(quiet=True)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value

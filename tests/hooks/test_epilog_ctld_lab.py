@@ -21,8 +21,7 @@ from collections.abc import Iterator
 import pytest
 
 from slurm_gpu.lab import clients
-from slurm_gpu.lab.config import LabPaths
-from slurm_gpu.lab.control import Lab, default_hooks, default_policy_path, policy_spec_factory
+from slurm_gpu.lab.control import Lab, default_hooks, default_policy_path, policy_spec_factory, private_lab
 
 pytestmark = pytest.mark.slurm
 
@@ -57,10 +56,7 @@ sleep 300
 def lab() -> Iterator[tuple[Lab, str]]:
     if os.geteuid() != 0 or shutil.which("slurmctld") is None:
         pytest.skip("needs root and the Slurm packages (slurm-gpu lab)")
-    saved = {k: os.environ.get(k) for k in ("SLURM_GPU_LAB_DIR", "SLURM_GPU_LAB_PORT_BASE")}
-    os.environ.update(SLURM_GPU_LAB_DIR=LAB_DIR, SLURM_GPU_LAB_PORT_BASE=PORT_BASE)
-    the_lab = Lab(LabPaths(LAB_DIR), say=lambda m: print(f"[ectld-lab] {m}"))
-    try:
+    with private_lab(LAB_DIR, PORT_BASE, say=lambda m: print(f"[ectld-lab] {m}")) as the_lab:
         shutil.rmtree(HOOK_DIR, ignore_errors=True)
         os.makedirs(HOOK_DIR, mode=0o755)
         log_dir = os.path.join(HOOK_DIR, "log")
@@ -78,15 +74,6 @@ def lab() -> Iterator[tuple[Lab, str]]:
         clients.run(["scontrol", "update", "partitionname=spot", "PreemptMode=CANCEL", "GraceTime=0"], conf,
                     check=True)
         yield the_lab, os.path.join(log_dir, "e.log")
-    finally:
-        try:
-            the_lab.down(quiet=True)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def _workdir(lab: Lab, name: str) -> str:

@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from slurm_gpu.lab import clients
-from slurm_gpu.lab.config import LabPaths
-from slurm_gpu.lab.control import Lab, default_hooks, policy_spec_factory
+from slurm_gpu.lab.control import Lab, default_hooks, policy_spec_factory, private_lab
 
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
@@ -108,23 +107,11 @@ class NodeLab:
 def nlab(tmp_path_factory) -> Iterator[NodeLab]:
     if os.geteuid() != 0 or shutil.which("slurmctld") is None:
         pytest.skip("needs root and the Slurm packages (slurm-gpu lab)")
-    saved = {k: os.environ.get(k) for k in ("SLURM_GPU_LAB_DIR", "SLURM_GPU_LAB_PORT_BASE")}
-    os.environ.update(SLURM_GPU_LAB_DIR=LAB_DIR, SLURM_GPU_LAB_PORT_BASE=PORT_BASE)
-    the_lab = Lab(LabPaths(LAB_DIR), say=lambda m: print(f"[node-hooks lab] {m}"))
-    try:
+    with private_lab(LAB_DIR, PORT_BASE, say=lambda m: print(f"[node-hooks lab] {m}")) as the_lab:
         policy = dynamic_policy(tmp_path_factory.mktemp("policy"))
         the_lab.up(policy_spec_factory(policy), hooks=default_hooks(node_hooks=True), restart=True,
                    policy_path=policy)
         yield NodeLab(the_lab)
-    finally:
-        try:
-            the_lab.down(quiet=True)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def _mig(g: dict) -> dict:

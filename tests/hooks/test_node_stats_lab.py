@@ -24,8 +24,7 @@ import pytest
 from slurm_gpu.cluster.summary_codec import decode
 from slurm_gpu.hostlist import expand_hostlist
 from slurm_gpu.lab import clients
-from slurm_gpu.lab.config import LabPaths
-from slurm_gpu.lab.control import Lab, default_hooks, policy_spec_factory
+from slurm_gpu.lab.control import default_hooks, policy_spec_factory, private_lab
 
 pytestmark = pytest.mark.slurm
 REPO = Path(__file__).resolve().parents[2]
@@ -60,23 +59,11 @@ def priced_policy(tmp: Path) -> str:
 def slab(tmp_path_factory) -> Iterator[tuple[node_lab.NodeLab, str]]:
     if os.geteuid() != 0 or shutil.which("slurmctld") is None:
         pytest.skip("needs root and the Slurm packages (slurm-gpu lab)")
-    saved = {k: os.environ.get(k) for k in ("SLURM_GPU_LAB_DIR", "SLURM_GPU_LAB_PORT_BASE")}
-    os.environ.update(SLURM_GPU_LAB_DIR=LAB_DIR, SLURM_GPU_LAB_PORT_BASE=PORT_BASE)
-    the_lab = Lab(LabPaths(LAB_DIR), say=lambda m: print(f"[node-stats lab] {m}"))
-    try:
+    with private_lab(LAB_DIR, PORT_BASE, say=lambda m: print(f"[node-stats lab] {m}")) as the_lab:
         policy = priced_policy(tmp_path_factory.mktemp("policy"))
         the_lab.up(policy_spec_factory(policy), hooks=default_hooks(node_hooks=True), restart=True,
                    policy_path=policy)
         yield node_lab.NodeLab(the_lab), policy
-    finally:
-        try:
-            the_lab.down(quiet=True)
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
 
 
 def seed(nlab, node: str, per_gpu: dict[int, list[tuple[int, int, int, int]]], energy_j: int = 0) -> None:
