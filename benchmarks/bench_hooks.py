@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 from slurm_gpu.lab import clients  # noqa: E402
 from slurm_gpu.lab.config import LabPaths  # noqa: E402
 from slurm_gpu.lab.control import Lab, default_hooks, default_policy_path, policy_spec_factory  # noqa: E402
+from slurm_gpu.lab.nodehooks import agent_env  # noqa: E402
 
 LABS = {"hooks": ("/tmp/slurm-gpu-lab-p3h", "40817", "ours"), "plain": ("/tmp/slurm-gpu-lab-p3n", "41817", ""),
         "empty": ("/tmp/slurm-gpu-lab-p3e", "42817", "/bin/true")}  # Slurm's own cost of having hooks at all
@@ -93,13 +94,9 @@ def epilog_times(lab_dir: str) -> list[float]:
 def profile(lab_dir: str) -> None:
     """Each entry point, run directly like slurmd would (fresh process), 20 times: median ms."""
     pre = Path(lab_dir) / "node-hooks"
-    env_file = (pre / "hooks.env").read_text()
-    base = {"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "999999", "SLURM_JOB_UID": "0", "SLURM_JOB_GID": "0",
-            "SLURMD_NODENAME": "h100n1", "SLURM_JOB_GPUS": "7", "CUDA_VISIBLE_DEVICES": "7",
-            "SLURM_GPU_HOOKS_CONF": str(pre / "hooks.conf")}
-    for line in env_file.splitlines():
-        k, _, v = line.partition("=")
-        base[k] = v.strip('"').replace("${SLURMD_NODENAME:-unknown}", "h100n1")
+    base = {**agent_env(lab_dir, "h100n1"), "PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "999999", "SLURM_JOB_UID": "0",
+            "SLURM_JOB_GID": "0", "SLURM_JOB_GPUS": "7", "CUDA_VISIBLE_DEVICES": "7",
+            "SLURM_GPU_HOOKS_CONF": str(pre / "hooks.conf")}  # hooks.env as the node's shims source it
     agent = base.pop("SLURM_GPU_HOOKS_AGENT", "")
     py = sys.executable
     cases = [

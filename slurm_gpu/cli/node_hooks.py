@@ -98,9 +98,13 @@ def _main(phase: str, what: str, argv: Sequence[str] | None) -> int:
     if phase != "task_prolog" and agent and os.geteuid() == 0:
         # the hook agent, when one listens: the same run in a fork of a process that has everything
         # imported (slurm_gpu/app/hook_agent.py); otherwise, or when it did not start the run, here
-        from slurm_gpu.app.hook_agent import run_via_agent
+        try:
+            from slurm_gpu.app.hook_agent import run_via_agent
 
-        rc = run_via_agent(agent, phase, os.environ, HARD_LIMIT_S + 30)
+            rc = run_via_agent(agent, phase, os.environ, HARD_LIMIT_S + 30)
+        except Exception as exc:  # noqa: BLE001 - before the agent started anything: run it here
+            sys.stderr.write(f"slurm-gpu {phase}: hook agent not used: {type(exc).__name__}: {str(exc)[:200]}\n")
+            rc = None
         if rc is not None:
             return rc
     return _finish(run_phase(phase))

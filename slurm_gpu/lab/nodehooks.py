@@ -134,15 +134,11 @@ def start_agents(lab_dir: str, nodes: list[str], pid_dir: str, bin_dir: str,
         log = os.path.join(prefix(lab_dir), "log", f"hook-agent.{node}.log")  # root's directory, not the lab's 1777 one
         os.makedirs(os.path.dirname(log), mode=0o755, exist_ok=True)
         procs.start_detached([exe, "--socket", sock], log, pidfile, env=env)
+    from slurm_gpu.lab.daemons import poll
+
     for node in nodes:  # listening before the first job comes
         sock = agent_env(lab_dir, node).get("SLURM_GPU_HOOKS_AGENT", "")
-        for _ in range(100):
-            if os.path.exists(sock):
-                break
-            import time
-
-            time.sleep(0.05)
-        else:
+        if not any(os.path.exists(sock) for _ in poll(10)):
             say(f"node hooks: the agent of {node} does not listen on {sock}; its hooks run without it")
 
 

@@ -55,6 +55,17 @@ def agent(hooks: Hooks) -> Iterator[Agent]:
     a.stop()
 
 
+def fake_agent(tmp_path: Path, name: str) -> tuple[socket.socket, Path]:
+    """A listening socket of root's where an agent's would be, served by the test itself."""
+    d = tmp_path / name
+    d.mkdir(mode=0o700)
+    path = d / "agent.sock"
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(str(path))
+    srv.listen(1)
+    return srv, path
+
+
 def run(h: Hooks, phase: str, agent: Agent | None, **extra: str) -> tuple[subprocess.CompletedProcess, int]:
     """The entry point as slurmd would start it; (result, its pid)."""
     env = h.env(**extra)
@@ -175,12 +186,7 @@ def test_a_malformed_request_starts_nothing(hooks: Hooks, agent: Agent):
 
 def test_started_but_no_status_is_our_fault_and_exits_0(hooks: Hooks, tmp_path: Path):
     """A child that dies after it started the run (killed, out of memory): no rerun, no drain, one line."""
-    d = tmp_path / "fake"
-    d.mkdir(mode=0o700)
-    path = d / "agent.sock"
-    srv = socket.socket(socket.AF_UNIX)
-    srv.bind(str(path))
-    srv.listen(1)
+    srv, path = fake_agent(tmp_path, "fake")
 
     def serve_once() -> None:
         conn, _ = srv.accept()
@@ -246,12 +252,7 @@ def test_admin_check_reports_the_agent(hooks: Hooks, agent: Agent, tmp_path: Pat
 
 def test_an_agent_that_accepts_and_never_answers_is_not_waited_for(hooks: Hooks, tmp_path: Path):
     """Stuck before it started anything: after STARTED_WAIT_S the entry point runs the hook itself."""
-    d = tmp_path / "stuck"
-    d.mkdir(mode=0o700)
-    path = d / "agent.sock"
-    srv = socket.socket(socket.AF_UNIX)
-    srv.bind(str(path))
-    srv.listen(1)
+    srv, path = fake_agent(tmp_path, "stuck")
     held = []
     t = threading.Thread(target=lambda: held.append(srv.accept()), daemon=True)
     t.start()
