@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -171,10 +172,16 @@ def test_two_gpus_get_distinct_devices_and_cores_on_their_socket(slurm_lab, gpu_
         cpu_ids = set(alloc.cpu_ids)
         assert len(cpu_ids) == 8, alloc
         assert cpu_ids <= allowed, f"{alloc}: CPU_IDs outside gres.conf Cores={sorted(allowed)}"
+        # RUNNING is the allocation; the script starts after the node's Prolog (no PrologFlags=Alloc,
+        # docs/hooks.md), so wait for its first line before the job is cancelled
+        out = Path(wd, f"out-{job}.txt")
+        deadline = time.monotonic() + 30
+        while "CVD=" not in (out.read_text() if out.exists() else "") and time.monotonic() < deadline:
+            time.sleep(0.2)
     finally:
         slurm_lab.cancel(job)
     slurm_lab.wait(job, timeout_s=30)
-    text = Path(wd, f"out-{job}.txt").read_text()
+    text = out.read_text()
     assert f"JOB_GPUS={','.join(map(str, gpus))}" in text
 
 
