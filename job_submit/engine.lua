@@ -535,7 +535,7 @@ local function mig_slices(p)  -- compute slices of a canonical profile without a
   return tonumber(s)
 end
 
--- The token of a comment (mirror of slurm_gpu.hooks.request.decode): nil when there is none, false
+-- The token of a comment (mirror of slurm_gpu.sharing.token.decode): nil when there is none, false
 -- when it is bad, else {mps = pct} or {mig = {{profile, count, slices}, ...}}. Words are split on
 -- ASCII whitespace, as Python's str.split() splits ASCII text.
 local function read_token(comment)
@@ -598,7 +598,7 @@ local function check_sharing(st)
     return nil
   end
   for _, nm in ipairs(st.partition.node_modes or {}) do
-    if nm[2] == st.gpu_type then  -- mirror of slurm_gpu.hooks.mig.check_request, node type by node type
+    if nm[2] == st.gpu_type then  -- mirror of slurm_gpu.sharing.mig.check_request, node type by node type
       if nm[3] ~= "dynamic" then
         return reject(st, "bad_request", MIG_FIX, { why = "node type " .. nm[1] ..
           " does not serve per-job MIG layouts (mig_mode " .. nm[3] .. "); ask for a MIG slice as a gres type instead" })

@@ -70,7 +70,7 @@ class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms le
     partitions: tuple[str, ...] = ()  # -p a,b: every partition, in order (``partition`` is the first)
     time_unlimited: bool = False  # -t UNLIMITED / INFINITE / 0 / -1: no limit (time_limit_min is None)
     nodelist_count: int | None = None  # -w: how many hosts it names (slurmctld's minimum node count without -N)
-    comment: str | None = None  # --comment: may carry the slurm-gpu MIG/MPS token (slurm_gpu.hooks.request)
+    comment: str | None = None  # --comment: may carry the slurm-gpu MIG/MPS token (slurm_gpu.sharing.token)
 
     @property
     def node_min(self) -> int | None:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Executes the MIG and MPS plans of :mod:`slurm_gpu.hooks.mig` / :mod:`slurm_gpu.hooks.mps` on a node.
+"""Executes the MIG and MPS plans of :mod:`slurm_gpu.sharing.mig` / :mod:`slurm_gpu.sharing.mps` on a node.
 
 NVML through the real nvidia-ml-py binding (``import pynvml``, lazily: start-up stays light); the
 MPS control daemon through ``nvidia-cuda-mps-control``. Every NVML sequence runs in a worker thread
@@ -7,7 +7,7 @@ bounded by ``timeout_s`` (a hung driver call cannot be interrupted, so the hook 
 reports a node fault); every subprocess has a timeout. GPUs are NVML indices; the caller maps
 Slurm's ids to them. Only the GPUs passed in are read or changed.
 
-Entry points (each returns a :class:`slurm_gpu.hooks.request.Outcome`, never raises for a job's own
+Entry points (each returns a :class:`slurm_gpu.sharing.token.Outcome`, never raises for a job's own
 fault): :func:`setup_mig`, :func:`restore_mig`, :func:`start_mps`, :func:`stop_mps`.
 """
 
@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from slurm_gpu.adapters.trusted_path import UntrustedPath, open_dir
-from slurm_gpu.hooks import mig as M
-from slurm_gpu.hooks import mps as P
-from slurm_gpu.hooks.request import Outcome, failed, ok
+from slurm_gpu.sharing import mig as M
+from slurm_gpu.sharing import mps as P
+from slurm_gpu.sharing.token import Outcome, failed, ok
 
 T = TypeVar("T")
 DEFAULT_TIMEOUT_S = 30.0
@@ -46,7 +46,7 @@ def _bounded(fn: Callable[[], T], timeout_s: float, what: str) -> T:
     """``fn()`` bounded as the node hooks bound every NVML call (gpu_node.bounded, a helper thread);
     SetupFailed (node) if it does not return within ``timeout_s``."""
     from slurm_gpu.adapters.gpu_node import bounded
-    from slurm_gpu.hooks.node import Unavailable
+    from slurm_gpu.node.model import Unavailable
 
     try:
         return bounded(fn, timeout_s, what)

@@ -2,7 +2,7 @@
 """The node's GPUs for the Prolog/Epilog, through NVML (nvidia-ml-py, imported only when a job has GPUs).
 
 ``NvmlNode`` implements the ``GpuNode`` protocol the hook steps use. NVML's answers are mapped onto
-the hooks' three outcomes (slurm_gpu/hooks/node.py): a value; ``GpuLost`` (a ``HealthFailure``: the GPU
+the hooks' three outcomes (slurm_gpu/node/model.py): a value; ``GpuLost`` (a ``HealthFailure``: the GPU
 fell off the bus, ``NVML_ERROR_GPU_IS_LOST``); ``Unavailable`` for everything that is not the
 hardware's fault (library missing, driver not loaded, no permission, corrupt answers). "Not supported"
 reads give None. ``bounded`` puts a time limit on a call that may hang in the driver, ``run_tool`` on a
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 
-from slurm_gpu.hooks.health import Reading
-from slurm_gpu.hooks.node import GpuId, HealthFailure, Unavailable
-from slurm_gpu.hooks.stats import Sample
+from slurm_gpu.node.health import Reading
+from slurm_gpu.node.model import GpuId, HealthFailure, Unavailable
+from slurm_gpu.node.stats import Sample
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:

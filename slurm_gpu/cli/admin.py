@@ -70,9 +70,9 @@ def emit(policy_file: str, what: str | None, device_dir: str) -> None:
 def install(prefix: str | None, policy_file: str | None, job_submit_dir: str | None, no_job_submit: bool) -> None:
     """Install the node hooks' shims, hooks.conf and the compiled job_submit.lua, and print the
     slurm.conf and gres.conf lines to add (docs/admin.md). Exit 0 installed, 1 failed, 2 usage."""
-    from slurm_gpu.app import admin as app
-    from slurm_gpu.app.job_submit import slurm_conf_dir
+    from slurm_gpu.emit.install_lua import slurm_conf_dir
     from slurm_gpu.errors import SlurmGpuError
+    from slurm_gpu.node import install as app
 
     prefix = prefix or app.DEFAULT_PREFIX
     js = None if no_job_submit or not policy_file else (job_submit_dir or slurm_conf_dir())
@@ -95,7 +95,7 @@ def install(prefix: str | None, policy_file: str | None, job_submit_dir: str | N
 @click.option("--node", default=None, help="The node name in the policy [$SLURMD_NODENAME, else the host name].")
 def check(prefix: str | None, node: str | None) -> None:
     """Verify an installation (like mig-parted assert): one line per check; exit 0 all good, 1 not."""
-    from slurm_gpu.app import admin as app
+    from slurm_gpu.node import install as app
 
     results = app.check(prefix or app.DEFAULT_PREFIX, node)
     for good, line in results:

@@ -73,7 +73,7 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
     if opts.get("help"):
         print(USAGE)
         return 0
-    from slurm_gpu.app import epilog_ctld as app
+    from slurm_gpu.node import epilog_ctld as app
 
     log_path = str(opts.get("log") or env.get(app.ENV_LOG) or app.DEFAULT_LOG)
     log = app.Log(None if log_path == "-" else log_path)

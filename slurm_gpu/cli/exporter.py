@@ -19,8 +19,8 @@ import click
               help="Read recorded scontrol outputs from DIR instead of asking Slurm (as slurm-gpu cluster).")
 def exporter(textfile: str, stats_file: str | None, no_cluster: bool, records: str | None) -> None:
     """Write the metrics file for node_exporter's textfile collector."""
-    from slurm_gpu.app.report import exporter_text, read_stats_records, write_textfile
     from slurm_gpu.cluster.exporter import exposition
+    from slurm_gpu.cluster.report_io import exporter_text, read_stats_records, write_textfile
     from slurm_gpu.errors import SlurmGpuError, UsageError
 
     try:

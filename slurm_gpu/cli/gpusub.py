@@ -4,7 +4,7 @@
 Exit codes: 0 ok; 1 rejected by the policy, or Slurm failed/unreachable; 2 usage (bad option, bad script).
 
 The plain submit path does not import click (it costs about three bare interpreter starts): ``main``
-hands argv straight to :func:`slurm_gpu.app.gpusub.run` and only builds the click command for ``--help``,
+hands argv straight to :func:`slurm_gpu.submit.gpusub.run` and only builds the click command for ``--help``,
 ``--version`` and ``--usage``. Both paths format errors the same way: one line on stderr.
 """
 
@@ -15,7 +15,7 @@ import os
 import sys
 
 from slurm_gpu import __version__
-from slurm_gpu.app.usage import HELP_TEXT  # one text for click and the submit path
+from slurm_gpu.submit.usage import HELP_TEXT  # one text for click and the submit path
 
 HELP_WORDS = ("--help", "-h", "--usage")
 VERSION_WORDS = ("--version", "-V")
@@ -35,7 +35,7 @@ def run_argv(argv: list[str]) -> int:
     from slurm_gpu.errors import SlurmGpuError
 
     try:
-        from slurm_gpu.app import gpusub as submit
+        from slurm_gpu.submit import gpusub as submit
 
         return submit.run(argv, os.environ, sys.stdout, sys.stderr)
     except SlurmGpuError as exc:

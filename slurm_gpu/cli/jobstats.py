@@ -18,8 +18,8 @@ import click
               help="Site policy for GPU memory and MIG advice [$GPUSUB_POLICY, then /etc/slurm-gpu/policy.yaml].")
 def jobstats(job_id: str, as_json: bool, policy_opt: str | None) -> None:
     """GPU, CPU and memory efficiency of JOBID (1234, an array task 1234_5, or a whole array 1234_*)."""
-    from slurm_gpu.app.jobstats import gather
     from slurm_gpu.cluster.jobstats import lines
+    from slurm_gpu.cluster.jobstats_io import gather
     from slurm_gpu.errors import SlurmGpuError, UsageError
 
     try:

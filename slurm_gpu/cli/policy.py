@@ -67,7 +67,7 @@ def compile_(file: str, output: str | None, install: bool) -> None:
     """Compile POLICY to one self-contained job_submit.lua (Lua 5.1) for Slurm's job_submit/lua plugin:
     the same classes, limits, defaults and messages as gpusub, for plain sbatch, salloc, srun and
     scontrol update. Files are replaced atomically; slurmctld re-reads the script by itself."""
-    from slurm_gpu.app.job_submit import SCRIPT_NAME, compile_file, install_text, slurm_conf_dir
+    from slurm_gpu.emit.install_lua import SCRIPT_NAME, compile_file, install_text, slurm_conf_dir
     from slurm_gpu.errors import SlurmGpuError
 
     if output and install:

@@ -31,9 +31,9 @@ import click
 def report(since: str, until: str, by: str | None, jobs: str | None, as_json: bool, html_file: str | None,
            autoscale: bool, policy_opt: str | None) -> None:
     """How much of the GPU time allocated was used, by whom, at what cost; and whether to scale."""
-    from slurm_gpu.app.report import gather_autoscale, gather_rows, write_html
     from slurm_gpu.cluster import autoscale as scale
     from slurm_gpu.cluster import report as rep
+    from slurm_gpu.cluster.report_io import gather_autoscale, gather_rows, write_html
     from slurm_gpu.errors import SlurmGpuError, UsageError
 
     try:

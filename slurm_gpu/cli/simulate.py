@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``slurm-gpu simulate --policy P [--policy P2 ...] --trace T --out DIR``: replay a job trace through
 site policies and a model of Slurm's scheduler (docs/simulate.md). ``--replay-in-lab`` /
-``--replay-from RECORD``: the validation against real Slurm (slurm_gpu/app/replay.py).
+``--replay-from RECORD``: the validation against real Slurm (slurm_gpu/sim/replay.py).
 
 Exit codes: 0 simulated, 1 a bad trace or policy, 2 usage (a bad option, a missing or unreadable file).
 """
@@ -70,7 +70,7 @@ def simulate(policies: tuple[str, ...], trace: str | None, fmt: str | None, out_
             raise click.UsageError("a replay needs --trace")
         if len(policies) != 1 or (replay_in_lab and replay_from):
             raise click.UsageError("a replay takes one --policy, and --replay-in-lab or --replay-from, not both")
-        from slurm_gpu.app import replay
+        from slurm_gpu.sim import replay
 
         try:
             if replay_in_lab:
@@ -112,7 +112,7 @@ def simulate(policies: tuple[str, ...], trace: str | None, fmt: str | None, out_
             fmt = "csv"
         assert trace is not None
         if swept is None:
-            from slurm_gpu.app.simulate import run
+            from slurm_gpu.sim.run_files import run
 
             click.echo(run(list(policies), trace, out_dir, params, fmt), nl=False)
         else:
@@ -154,9 +154,9 @@ def _sweep(policies: list[str], trace: str, out_dir: str, params: object, fmt: s
     import json
     from pathlib import Path
 
-    from slurm_gpu.app.simulate import run
     from slurm_gpu.errors import UsageError
     from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.run_files import run
     from slurm_gpu.sim.settings import sweep_csv, sweep_row, sweep_table
 
     assert isinstance(params, Params)

@@ -87,7 +87,7 @@ def _num(v: Any) -> float | None:
 
 
 def job_metrics(records: Iterable[Mapping[str, Any]], t: _Text | None = None) -> _Text:
-    """The hooks' JSON-lines records (slurm_gpu.hooks.stats.record), the last one per (job, node, GPU)."""
+    """The hooks' JSON-lines records (slurm_gpu.node.stats.record), the last one per (job, node, GPU)."""
     t = t or _Text()
     latest: dict[tuple[str, str, str], Mapping[str, Any]] = {}
     for rec in records:

@@ -81,7 +81,7 @@ def _num(value: Any, integer: bool = False, hi: float = 1e18) -> float | int | N
 
 
 def row_of(record: Mapping[str, Any]) -> list[Any]:
-    """A hooks JSON-lines record (slurm_gpu.hooks.stats.record) -> the stored row."""
+    """A hooks JSON-lines record (slurm_gpu.node.stats.record) -> the stored row."""
     start, end = _num(record.get("start")), _num(record.get("end"))
     seconds = round(end - start) if start is not None and end is not None and end >= start else None
     return [_num(record.get("gpu_index"), True, 65535), _num(record.get("gpu_util_pct"), hi=100),

@@ -271,8 +271,8 @@ class Lab(LabDaemons):
         return took
 
     def _start_hook_agents(self) -> None:
-        from slurm_gpu.app.admin import entry_point_dir
         from slurm_gpu.lab.nodehooks import start_agents
+        from slurm_gpu.node.install import entry_point_dir
 
         start_agents(self.paths.lab_dir, self.node_names(), self.paths.pid_dir, entry_point_dir(), self.say)
 

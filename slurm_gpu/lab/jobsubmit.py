@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """The lab's job_submit.lua: its own policy copy compiled and installed beside slurm.conf, by the same
-compiler and atomic installer as ``slurm-gpu policy compile`` (:mod:`slurm_gpu.app.job_submit`)."""
+compiler and atomic installer as ``slurm-gpu policy compile`` (:mod:`slurm_gpu.emit.install_lua`)."""
 
 from __future__ import annotations
 
 import os
 
-from slurm_gpu.app.job_submit import SCRIPT_NAME, install_policy
-from slurm_gpu.app.job_submit import install_text as _install
+from slurm_gpu.emit.install_lua import SCRIPT_NAME, install_policy
+from slurm_gpu.emit.install_lua import install_text as _install
 from slurm_gpu.errors import PolicyError, SlurmGpuError
 
 PASS_THROUGH = ("-- SPDX-License-Identifier: Apache-2.0\n"

@@ -69,7 +69,7 @@ def standin_lib_dir(repo: Path) -> str | None:
 
 def install(lab_dir: str, policy: str | None, repo: Path, say: Callable[[str], object] = print) -> None:
     """Install the hooks into ``$LAB_DIR/node-hooks`` (idempotent; atomic per file)."""
-    from slurm_gpu.app.admin import install as admin_install
+    from slurm_gpu.node.install import install as admin_install
 
     pre = prefix(lab_dir)
     run = os.path.join(pre, "run", "${SLURMD_NODENAME:-unknown}")

@@ -22,7 +22,7 @@ from pathlib import Path
 from slurm_gpu.errors import SlurmGpuError
 
 ENTRY_POINTS = {"gpusub": "slurm_gpu.cli.gpusub", "slurm-gpu": "slurm_gpu.cli.main",
-                "slurm-gpu-pin": "slurm_gpu.app.pin"}
+                "slurm-gpu-pin": "slurm_gpu.placement.pin_main"}
 
 
 def policy_files(policy_path: str) -> list[str]:

@@ -5,7 +5,7 @@ Jinja2 stays the template language and the compiler: ``Environment.compile(sourc
 template into a module of plain Python whose ``root(context)`` yields the text. Running that code needs
 only a handful of names from ``jinja2.runtime`` and a few methods of the environment and the context.
 This module provides exactly those, so that a warm gpusub renders from the compiled code it cached
-(:mod:`slurm_gpu.app.fast_templates`) without importing Jinja2, which with what it pulls in is most of
+(:mod:`slurm_gpu.submit.fast_templates`) without importing Jinja2, which with what it pulls in is most of
 gpusub's start-up (benchmarks/bench_submit.py). Semantics are Jinja2's for what the templates use:
 StrictUndefined (a missing variable is an error), ``obj.attr`` falling back to ``obj["attr"]``, the
 ``join`` and ``map`` filters and the project's own filters; autoescape off. A compiled template that

@@ -228,7 +228,7 @@ def _task_shim(plan: Any, sub: Any) -> str:
 
 
 # The source tree's templates/, the default for callers that name none. An installed gpusub finds its
-# own with slurm_gpu.app.templates.default_template_dir() (that probes the disk; this module must not).
+# own with slurm_gpu.submit.templates.default_template_dir() (that probes the disk; this module must not).
 SOURCE_TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "templates")
 
 
@@ -362,7 +362,7 @@ def render_script(
     ``sub``: a Submission; ``decision``: a Decision (or None); ``plan``: a BindingPlan or None (no
     binding: plain batch launch); ``spelling``: a SlurmSpelling; ``payload``: the user's script;
     ``template_dir``: the templates' directory (default: the source tree's); ``bytecode_cache``: a
-    ``jinja2.BytecodeCache`` holding the compiled templates (gpusub's: slurm_gpu.app.template_cache);
+    ``jinja2.BytecodeCache`` holding the compiled templates (gpusub's: slurm_gpu.submit.template_cache);
     ``checkpoint``: a :class:`slurm_gpu.render.checkpoint.CheckpointSettings` when the checkpoint
     protocol is on (None: the script is exactly as without it). Raises RenderError.
     """

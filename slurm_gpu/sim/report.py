@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The simulator's outputs as data: jobs.csv text, the summary (summary.json) and the table of
-differences between policies (pure; app/simulate.py writes them)."""
+differences between policies (pure; sim/run_files.py writes them)."""
 
 from __future__ import annotations
 

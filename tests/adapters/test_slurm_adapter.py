@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from slurm_gpu.adapters.slurm import SbatchCli, run_slurm
-from slurm_gpu.app.follow import follow_job
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
 from slurm_gpu.ports import JobWatch, SlurmClient
+from slurm_gpu.submit.follow import follow_job
 
 
 def test_sbatchcli_satisfies_the_slurm_client_port():

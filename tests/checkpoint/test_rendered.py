@@ -15,12 +15,12 @@ import time
 
 import pytest
 
-from slurm_gpu.app.gpusub import checkpoint_settings, checkpoint_warnings, prepare, render_prepared
 from slurm_gpu.errors import UsageError
 from slurm_gpu.render.checkpoint import CheckpointSettings, protocol_options, settings_for, user_lead
 from slurm_gpu.render.script import Payload, render_script
 from slurm_gpu.slurm.release import spelling_for
 from slurm_gpu.slurm.sbatch.parse import parse_submission
+from slurm_gpu.submit.gpusub import checkpoint_settings, checkpoint_warnings, prepare, render_prepared
 from tests.render.test_golden import GOLDEN_DIR, POLICY, UPDATE, NoSlurm
 
 S2205 = spelling_for((22, 5, 8))
@@ -235,8 +235,8 @@ def test_warns_when_the_grace_time_is_shorter_than_a_recorded_checkpoint(tmp_pat
     """Markers of an earlier job in the work directory recorded a 90 s checkpoint: a 30 s grace warns,
     a 120 s one does not; -D names the work directory; a symlinked .gpusub-ckpt is not followed."""
     from slurm_gpu.adapters import markers as store
-    from slurm_gpu.app.gpusub import recorded_checkpoint_cost
     from slurm_gpu.checkpoint.markers import Marker
+    from slurm_gpu.submit.gpusub import recorded_checkpoint_cost
 
     work = tmp_path / "run"
     for job, cost in (("41", 300.0), ("117", 90.0), ("117", 12.5)):  # the newest job (117) counts, its longest

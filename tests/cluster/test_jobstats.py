@@ -91,7 +91,7 @@ def test_foreign_admin_comment_is_no_stats():
 
 
 def test_job_id_forms():
-    from slurm_gpu.app.jobstats import normalise_job_id
+    from slurm_gpu.cluster.jobstats_io import normalise_job_id
     from slurm_gpu.errors import UsageError
 
     assert normalise_job_id("104_*") == "104" and normalise_job_id("104_2") == "104_2"

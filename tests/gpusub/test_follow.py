@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from slurm_gpu.app.follow import follow_job, job_exit_code, state_line
 from slurm_gpu.slurm.records import JobState, parse_kv_line
+from slurm_gpu.submit.follow import follow_job, job_exit_code, state_line
 
 
 def state(line: str) -> JobState:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_gpu.hooks import request as token
+from slurm_gpu.sharing import token as token
 from slurm_gpu.slurm.sbatch.parse import parse_submission
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,14 +136,14 @@ def test_a_hand_written_bad_token_is_refused_by_the_policy(tmp_path: Path) -> No
 
 
 def test_a_plain_submission_imports_no_hook_module(tmp_path: Path) -> None:
-    """Start-up: only --mig/--mps (or a token in --comment) load slurm_gpu.hooks."""
+    """Start-up: only --mig/--mps (or a token in --comment) load slurm_gpu.sharing."""
     script = tmp_path / "job.sh"
     script.write_text("#!/bin/bash\ntrue\n")
-    code = ("import sys, io; from slurm_gpu.app import gpusub as g; "
+    code = ("import sys, io; from slurm_gpu.submit import gpusub as g; "
             "from slurm_gpu.ports import SlurmClient; "
             f"g.prepare(['--policy', {MIG_POLICY!r}, '--gpus=h100:1', '--comment=plain run', {str(script)!r}], "
             "{'GPUSUB_SLURM_VERSION': '22.05.8', 'HOME': " + repr(str(tmp_path)) + "}, None); "
-            "print(sorted(m for m in sys.modules if m.startswith('slurm_gpu.hooks')))")
+            "print(sorted(m for m in sys.modules if m.startswith('slurm_gpu.sharing')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
@@ -186,7 +186,7 @@ def test_job_submit_lua_refuses_a_bad_token_from_plain_sbatch(slurm_lab, comment
 # ---- a private lab with the MIG policy -------------------------------------------------------------
 
 # Without slurm-gpu's node hooks: this lab checks what Slurm schedules where (gres.conf slices, the token in
-# the Comment, job_submit.lua); the hooks that serve a layout are tested in tests/hooks/test_node_lab.py. With
+# the Comment, job_submit.lua); the hooks that serve a layout are tested in tests/node/test_node_lab.py. With
 # them on, the --mig job would fail as it should on a node without an NVIDIA driver (no NVML state here).
 PRIVATE = {"SLURM_GPU_LAB_DIR": "/tmp/slurm-gpu-lab-mig", "SLURM_GPU_LAB_PORT_BASE": "25817",
            "SLURM_GPU_LAB_NODE_HOOKS": "0"}

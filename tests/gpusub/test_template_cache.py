@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""gpusub's per-user cache of compiled templates (slurm_gpu.app.template_cache): the same text as a
+"""gpusub's per-user cache of compiled templates (slurm_gpu.submit.template_cache): the same text as a
 fresh compile, no compile once cached, a changed template compiled afresh, and an entry that is not
 the user's own private file never loaded (loading marshalled code runs it)."""
 
@@ -9,13 +9,13 @@ import shutil
 import jinja2
 import pytest
 
-from slurm_gpu.app.template_cache import PrivateBytecodeCache, read_private
-from slurm_gpu.app.templates import default_template_dir
 from slurm_gpu.placement.plan import BindingPlan
 from slurm_gpu.render.script import Payload, render_script
 from slurm_gpu.request import Decision
 from slurm_gpu.slurm.release import spelling_for
 from slurm_gpu.slurm.sbatch.parse import parse_submission
+from slurm_gpu.submit.template_cache import PrivateBytecodeCache, read_private
+from slurm_gpu.submit.templates import default_template_dir
 
 SUB = parse_submission(["--gres=gpu:h100:2", "-J", "t", "train.sh", "a b"], {}, None)
 DECISION = Decision(accepted=True, job_class="batch", partition="batch", qos="normal", gres="gpu:h100:2",

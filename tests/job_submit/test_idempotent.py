@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from slurm_gpu.app.gpusub import make_plan
-from slurm_gpu.app.templates import default_template_dir
+from slurm_gpu.submit.gpusub import make_plan
+from slurm_gpu.submit.templates import default_template_dir
 from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.policy import classify, load_policy
 from slurm_gpu.render.script import effective_options, payload_of, render_script

@@ -3,7 +3,7 @@
 Python classifier's step of the same name decides (docs/mig_mps.md).
 
 1. The grammar: Hypothesis comments built from the token's own pieces; the Lua reader (``read_token``)
-   and ``slurm_gpu.hooks.request.decode`` agree on none / bad / the parsed request.
+   and ``slurm_gpu.sharing.token.decode`` agree on none / bad / the parsed request.
 2. Every token of the differential generator against a grid of GPU requests and partitions, on every
    example policy and the MIG one, in both releases' job_desc: the same accept/reject, partition,
    QOS, gres and message; and on the MIG policy every outcome of the step is reached.
@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurm_gpu.errors import SlurmGpuError
-from slurm_gpu.hooks import request as token
+from slurm_gpu.sharing import token as token
 from slurm_gpu.policy import load_policy
 from slurm_gpu.slurm.job_desc import ModelGap
 

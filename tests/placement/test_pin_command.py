@@ -141,7 +141,7 @@ def test_python_call_pins_every_thread(tmp_path):
     code = (
         "import os, threading, time\n"
         "ev = threading.Event(); t = threading.Thread(target=ev.wait, daemon=True); t.start()\n"
-        "from slurm_gpu.app.pin import pin_current_process\n"
+        "from slurm_gpu.placement.pin_main import pin_current_process\n"
         f"pin = pin_current_process(topology={topo!r})\n"
         "tid = t.native_id\n"
         "line = [x for x in open(f'/proc/self/task/{tid}/status') if x.startswith('Cpus_allowed_list')][0]\n"
@@ -152,15 +152,16 @@ def test_python_call_pins_every_thread(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert r.stdout.split() == [f"[{b}]", str(b), "0,1", "1"]
-    code = "from slurm_gpu.app.pin import pin_current_process; print(pin_current_process(topology='/nope.json'))"
+    code = ("from slurm_gpu.placement.pin_main import pin_current_process; "
+            "print(pin_current_process(topology='/nope.json'))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
     assert r.stdout.strip() == "None" and r.stderr.startswith("slurm-gpu-pin: warning: not pinned: ")
 
 
 def test_start_up_imports_nothing_heavy(tmp_path):
     topo, _, _ = two_cpu_topology(tmp_path)
-    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "slurm_gpu.app.pin", "--dry-run", "--topology",
-                        topo], capture_output=True, text=True, timeout=30)
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "slurm_gpu.placement.pin_main", "--dry-run",
+                        "--topology", topo], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0
     imported = {line.split("|")[-1].strip().split(".")[0] for line in r.stderr.splitlines() if "|" in line}
     assert "slurm_gpu" in imported

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The fast renderer (slurm_gpu.render.fast + slurm_gpu.app.fast_templates): Jinja2's compiled code run
+"""The fast renderer (slurm_gpu.render.fast + slurm_gpu.submit.fast_templates): Jinja2's compiled code run
 without importing Jinja2 gives the same text as Jinja2 for every golden scenario and release, a warm
 gpusub never imports Jinja2, and the cache entry (marshalled code: loading it runs it) is used only when
 it is the user's own private file and its sources are the templates on disk."""
@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from slurm_gpu.app import fast_templates
-from slurm_gpu.app.gpusub import prepare, render_prepared
 from slurm_gpu.render import fast
 from slurm_gpu.render.script import SOURCE_TEMPLATE_DIR
+from slurm_gpu.submit import fast_templates
+from slurm_gpu.submit.gpusub import prepare, render_prepared
 from tests.render.test_golden import POLICY, SCENARIOS, VERSIONS, NoSlurm
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,7 +50,7 @@ def test_same_text_as_jinja2(name: str, version: str, tmp_path) -> None:
 def test_a_warm_gpusub_does_not_import_jinja2(tmp_path) -> None:
     code = (f"import os, sys; sys.path.insert(0, {ROOT!r})\n"
             "from tests.render.test_fast_templates import _prep\n"
-            "from slurm_gpu.app.gpusub import render_prepared\n"
+            "from slurm_gpu.submit.gpusub import render_prepared\n"
             "import pathlib\n"
             f"prep, env = _prep('srun-inside', '24.11', pathlib.Path({str(tmp_path)!r}))\n"
             "render_prepared(prep, env)\n"

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from slurm_gpu.app.gpusub import prepare, render_prepared
+from slurm_gpu.submit.gpusub import prepare, render_prepared
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN_DIR = os.path.join(ROOT, "tests", "golden")

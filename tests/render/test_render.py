@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from slurm_gpu.app.templates import default_template_dir
 from slurm_gpu.placement.plan import BindingPlan
 from slurm_gpu.render.script import (
     Payload,
@@ -24,6 +23,7 @@ from slurm_gpu.request import Decision
 from slurm_gpu.slurm.release import spelling_for
 from slurm_gpu.slurm.sbatch.directives import split_directive
 from slurm_gpu.slurm.sbatch.parse import parse_submission
+from slurm_gpu.submit.templates import default_template_dir
 
 S2205, S2311 = spelling_for((22, 5, 8)), spelling_for((23, 11, 10))
 PL = Payload("#!/bin/sh\ntrue\n", "x.sh")
@@ -185,7 +185,7 @@ def test_the_payload_runs_with_the_signal_dispositions_plain_bash_gives_it(tmp_p
     signals are those of the same script run by bash directly."""
     import subprocess
 
-    from slurm_gpu.app.gpusub import prepare, render_prepared
+    from slurm_gpu.submit.gpusub import prepare, render_prepared
     from tests.render.test_golden import POLICY, NoSlurm
 
     payload = tmp_path / "p.sh"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from slurm_gpu.app.replay import RealJob, compare_with, read_record, replay_in_lab, routed
 from slurm_gpu.cli.main import cli
 from slurm_gpu.sim.params import Params
+from slurm_gpu.sim.replay import RealJob, compare_with, read_record, replay_in_lab, routed
 
 from .helpers import DATA, run, schedule
 

@@ -2,15 +2,15 @@
 """Step ``check_sharing``: the slurm-gpu MIG/MPS token in the job's comment, checked against the policy.
 
 ``gpusub --mig 3g.40gb:2`` / ``--mps 25`` write the token (``slurm-gpu:mig=...`` / ``slurm-gpu:mps=...``,
-:mod:`slurm_gpu.hooks.request`) into ``--comment``; a user may also write it by hand with plain sbatch.
+:mod:`slurm_gpu.sharing.token`) into ``--comment``; a user may also write it by hand with plain sbatch.
 Either way the job must hold whole GPUs of one type (the prolog sets the layout up, or starts the
 per-job MPS daemon, on the GPUs Slurm gave the job), and:
 
 - ``mig``: every node type of the chosen partition that carries the job's GPU type serves per-job
   layouts (``mig_mode: dynamic``) and offers each profile, within the 7 compute slices of a GPU
-  (:func:`slurm_gpu.hooks.mig.check_request`, the prolog's own check);
+  (:func:`slurm_gpu.sharing.mig.check_request`, the prolog's own check);
 - ``mps``: the share lies within ``isolation.mps_min_share_pct..mps_max_share_pct``
-  (:func:`slurm_gpu.hooks.mps.check_share`).
+  (:func:`slurm_gpu.sharing.mps.check_share`).
 
 A token that does not parse is one generic rejection (the details go to the reasons); the Lua mirror
 (``check_sharing`` in job_submit/engine.lua) gives the same decisions and messages. A comment without
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from slurm_gpu.policy.classifier.state import State
 
-PREFIX = "slurm-gpu:"  # slurm_gpu.hooks.request.PREFIX (not imported: most comments carry no token)
+PREFIX = "slurm-gpu:"  # slurm_gpu.sharing.token.PREFIX (not imported: most comments carry no token)
 BAD_TOKEN = "bad slurm-gpu token in the job comment"
 TOKEN_FIX = ("write slurm-gpu:mig=PROFILE[:COUNT][,PROFILE[:COUNT]...] (e.g. slurm-gpu:mig=3g.40gb:2) "
              "or slurm-gpu:mps=PERCENT (e.g. slurm-gpu:mps=25), once, in --comment")
@@ -35,7 +35,7 @@ def check_sharing(st: State) -> None:
     comment = r.comment
     if not isinstance(comment, str) or PREFIX not in comment:
         return
-    from slurm_gpu.hooks import request as token
+    from slurm_gpu.sharing import token as token
 
     try:
         req = token.decode(comment)
@@ -47,7 +47,7 @@ def check_sharing(st: State) -> None:
     if st.fraction is not None or st.gpus <= 0 or not st.gpu_type:
         raise st.reject("bad_request", WHOLE_FIX, why=WHOLE_GPUS)
     if req.mps_pct is not None:
-        from slurm_gpu.hooks.mps import MpsError, check_share
+        from slurm_gpu.sharing.mps import MpsError, check_share
 
         iso = st.policy.isolation
         try:
@@ -58,7 +58,7 @@ def check_sharing(st: State) -> None:
         st.reasons.append(f"MPS: a per-job MPS daemon on the job's {st.gpu_type} GPUs, "
                           f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={req.mps_pct}")
         return
-    from slurm_gpu.hooks.mig import MigError, check_request
+    from slurm_gpu.sharing.mig import MigError, check_request
 
     part = st.partition
     assert part is not None  # place ran

@@ -232,13 +232,13 @@ def _choices(gopt: GpusubOption) -> str:
 
 
 def _mig_value(text: str) -> object:
-    from slurm_gpu.hooks.request import parse_mig_spec  # only with --mig: keeps gpusub's start-up small
+    from slurm_gpu.sharing.token import parse_mig_spec  # only with --mig: keeps gpusub's start-up small
 
     return parse_mig_spec(text)
 
 
 def _mps_value(text: str) -> object:
-    from slurm_gpu.hooks.request import parse_mps_pct
+    from slurm_gpu.sharing.token import parse_mps_pct
 
     return parse_mps_pct(text)
 

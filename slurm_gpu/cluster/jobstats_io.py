@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``slurm-gpu jobstats`` I/O: one sacct call through the one runner, the policy, then the pure core
+(:mod:`slurm_gpu.cluster.jobstats`)."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from slurm_gpu.errors import SlurmGpuError, UsageError
+
+JOB_ID_RE = re.compile(r"^(\d{1,10})(?:_(\d{1,10}|\*))?$")
+# AdminComment last: it is free text and may hold "|" (sacct -P does not escape it)
+JOBSTATS_FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "State", "Submit", "Start", "End",
+                   "Elapsed", "ElapsedRaw", "Timelimit", "NNodes", "NCPUS", "TotalCPU", "ReqMem", "AllocTRES",
+                   "MaxRSS", "NodeList", "AdminComment")
+SACCT_TIMEOUT_S = 60.0
+
+
+def sacct_text(argv: list[str], env: Mapping[str, str] | None = None, timeout_s: float = SACCT_TIMEOUT_S) -> str:
+    """stdout of one sacct call; a failure is one line (SubmitError / SlurmUnreachable)."""
+    from slurm_gpu.adapters.slurm import SbatchCli, failure, run_slurm
+
+    SbatchCli(env=env).preflight()
+    proc = run_slurm(argv, env=env, timeout_s=timeout_s)
+    if proc.returncode != 0:
+        raise failure("sacct", proc.stderr, env, proc.returncode)
+    return proc.stdout
+
+
+def load_optional_policy(path_opt: str | None, env: Mapping[str, str] | None = None) -> Any:
+    """--policy, $GPUSUB_POLICY or /etc/slurm-gpu/policy.yaml; None when none applies."""
+    from slurm_gpu.policy import load_policy
+    from slurm_gpu.submit.gpusub import policy_path
+
+    path = policy_path({"policy": path_opt}, os.environ if env is None else env)
+    return None if path is None else load_policy(path)
+
+
+def normalise_job_id(text: str) -> str:
+    """``123``, ``123_4`` or ``123_*`` (the whole array: ``123``); anything else is a usage error."""
+    m = JOB_ID_RE.fullmatch(text)
+    if m is None:
+        raise UsageError(f"JOBID {text[:40]!r}: give a job id such as 1234, an array task 1234_5 or an array 1234_*")
+    return m.group(1) if m.group(2) in (None, "*") else text
+
+
+def gather(job_id: str, policy_opt: str | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The jobstats document of JOBID (an array's base id: every task)."""
+    from slurm_gpu.cluster.jobstats import jobstats
+    from slurm_gpu.slurm.sacct import parse_sacct
+
+    jid = normalise_job_id(job_id)
+    policy = load_optional_policy(policy_opt, env)
+    text = sacct_text(["sacct", "-a", "-P", "-j", jid, f"--format={','.join(JOBSTATS_FIELDS)}"], env)
+    rows = parse_sacct(text)
+    doc = jobstats(rows, policy)
+    if not doc["jobs"]:
+        raise SlurmGpuError(f"job {job_id}: unknown to accounting (sacct -j {jid} lists nothing)")
+    return doc
+
+
+__all__ = ["gather", "sacct_text", "load_optional_policy", "normalise_job_id", "JOBSTATS_FIELDS"]

@@ -1,0 +1,174 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``slurm-gpu report`` and ``slurm-gpu exporter`` I/O: sacct and scontrol through the one runner, the
+hooks' JSON-lines file, the textfile written by temp file + rename; the numbers are computed by the pure
+:mod:`slurm_gpu.cluster.report`, :mod:`~slurm_gpu.cluster.autoscale` and :mod:`~slurm_gpu.cluster.exporter`."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from slurm_gpu.cluster.jobstats_io import load_optional_policy, sacct_text
+from slurm_gpu.errors import UsageError
+
+REPORT_FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "State", "Submit", "Start", "End",
+                 "ElapsedRaw", "AllocTRES", "AdminComment")
+STATS_FILE = "/var/log/slurm-gpu/gpu-jobs.jsonl"  # the hooks' per-GPU records (docs/hooks.md)
+MAX_STATS_BYTES = 16 << 20  # the tail of the stats file that the exporter reads
+PROM_NAME = "slurm_gpu.prom"
+
+
+def sacct_window(text: str, now: float, what: str) -> str:
+    """``7d``/``12h``/``90m`` (before now), ``now``, or a date/time sacct reads (``2026-11-01``,
+    ``2026-11-01T08:00``) -> the text given to sacct -S/-E."""
+    from slurm_gpu.units import UnitError, parse_time_seconds
+
+    t = text.strip()
+    if t.lower() == "now":
+        return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    if t[:1].isdigit() and len(t) >= 10 and t[4:5] == "-":
+        try:
+            datetime.fromisoformat(t)
+        except ValueError:
+            raise UsageError(f"{what} {text[:40]!r}: not a date; give 7d, 12h, now or 2026-11-01[T08:00]") from None
+        return t
+    try:
+        secs = parse_time_seconds(t)
+    except UnitError:
+        raise UsageError(f"{what} {text[:40]!r}: give a duration before now (7d, 12h, 90m), now, or a date "
+                         "(2026-11-01, 2026-11-01T08:00)") from None
+    return datetime.fromtimestamp(now - secs, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def gather_rows(since: str, until: str, policy_opt: str | None = None, env: Mapping[str, str] | None = None,
+                now: float | None = None, jobs: str | None = None) -> tuple[list[dict[str, str]], str, str, Any]:
+    """(sacct rows, sacct's -S and -E, the policy) of the window (only ``jobs``, comma-separated ids, if given)."""
+    from slurm_gpu.slurm.sacct import parse_sacct
+
+    now = time.time() if now is None else now
+    start, end = sacct_window(since, now, "--since"), sacct_window(until, now, "--until")
+    policy = load_optional_policy(policy_opt, env)
+    only: list[str] = []
+    if jobs is not None:
+        from slurm_gpu.cluster.jobstats_io import normalise_job_id
+
+        only = ["-j", ",".join(normalise_job_id(j.strip()) for j in jobs.split(",")[:1000])]
+    text = sacct_text(["sacct", "-a", "-X", "-D", "-P", "-S", start, "-E", end, *only,
+                       f"--format={','.join(REPORT_FIELDS)}"], env)
+    return parse_sacct(text), start, end, policy
+
+
+def gather_report(since: str, until: str, by: str | None, policy_opt: str | None = None,
+                  env: Mapping[str, str] | None = None, now: float | None = None,
+                  jobs: str | None = None) -> tuple[dict[str, Any], Any]:
+    """(the report document, the policy) for the window."""
+    from slurm_gpu.cluster.report import report
+
+    rows, start, end, policy = gather_rows(since, until, policy_opt, env, now, jobs)
+    return report(rows, policy, by, start, end), policy
+
+
+def write_html(path: str, rows: list[dict[str, str]], policy: Any, by: str | None, start: str, end: str) -> None:
+    """The HTML report (one self-contained file), written to a temporary file beside ``path`` and renamed."""
+    from slurm_gpu.cluster.report import report
+    from slurm_gpu.cluster.report_html import render
+
+    text = render(report(rows, policy, by, start, end), report(rows, policy, "account", start, end))
+    write_textfile(os.path.dirname(os.path.abspath(path)), text, os.path.basename(path))
+
+
+def gather_autoscale(report_doc: Mapping[str, Any], policy: Any, env: Mapping[str, str] | None = None,
+                     now: float | None = None) -> dict[str, Any]:
+    from slurm_gpu.adapters.slurm import SbatchCli
+    from slurm_gpu.cluster.autoscale import autoscale
+
+    jobs = SbatchCli(env=env).jobs_text()
+    return autoscale(jobs, report_doc, time.time() if now is None else now, policy)
+
+
+def read_stats_records(path: str, max_bytes: int = MAX_STATS_BYTES) -> list[dict[str, Any]]:
+    """The last ``max_bytes`` of the hooks' JSON-lines file; lines that are no JSON object are skipped.
+    A FIFO or device is refused (UsageError), never read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UsageError(f"{path}: not a regular file")
+        offset = max(0, st.st_size - max_bytes)
+        os.lseek(fd, offset, os.SEEK_SET)
+        chunks, size = [], 0
+        while size < max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    lines = b"".join(chunks).decode("utf-8", errors="replace").splitlines()
+    if offset:
+        lines = lines[1:]  # the first line was cut
+    out = []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def write_textfile(directory: str, text: str, name: str = PROM_NAME) -> str:
+    """Write ``DIR/name`` as node_exporter's textfile collector wants: a temporary file in the same
+    directory, then rename (readers never see half a file)."""
+    if not os.path.isdir(directory):
+        raise UsageError(f"{directory}: not a directory")
+    final = os.path.join(directory, name)
+    part = f"{final}.{os.getpid()}"
+    try:
+        with open(part, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(part, 0o644)
+        os.replace(part, final)
+    except OSError as exc:
+        try:
+            os.unlink(part)
+        except OSError:
+            pass
+        raise UsageError(f"{final}: {exc.strerror or exc}") from None
+    return final
+
+
+def exporter_text(records_dir: str | None, stats_file: str | None, env: Mapping[str, str] | None = None) -> str:
+    """The cluster view (live, or recorded in ``records_dir``) and the job records as textfile text."""
+    from slurm_gpu.cluster.exporter import exposition
+    from slurm_gpu.cluster.view import from_texts
+    from slurm_gpu.ports import ClusterSource
+
+    source: ClusterSource
+    if records_dir is not None:
+        from slurm_gpu.adapters.slurm.recorded import RecordedCluster
+
+        source = RecordedCluster(records_dir)
+    else:
+        from slurm_gpu.adapters.slurm import SbatchCli
+
+        source = SbatchCli(env=env)
+    view = from_texts(source.nodes_text(), source.jobs_text(), source.partitions_text(), None)
+    records = read_stats_records(stats_file) if stats_file else []
+    return exposition(view.summary, records)
+
+
+__all__ = ["gather_rows", "write_html", "gather_report", "gather_autoscale", "sacct_window", "read_stats_records",
+           "write_textfile", "exporter_text", "REPORT_FIELDS", "STATS_FILE"]

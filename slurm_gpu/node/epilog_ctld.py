@@ -1,0 +1,225 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``slurm-gpu-epilog-ctld``'s work: read the ended job's facts (Slurm's EpilogSlurmctld environment and
+``scontrol -o show job``), its checkpoint directory and the policy, decide (slurm_gpu/node/requeue.py)
+and requeue the job (``scontrol requeue``) or log why not. docs/checkpointing.md, "The controller-side hook".
+
+It runs as SlurmUser (or root) for every job that ends, so it is cheap for jobs it has nothing to do with
+(one ``scontrol`` call), reads the user's directory without following the user's symlinks
+(adapters/trusted_path.py, then adapters/markers.py with the job's uid as the expected owner), never
+writes there, and never raises: :func:`run` turns every problem into a log line.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+import time
+from collections.abc import Callable, Mapping
+
+from slurm_gpu.node.requeue import (
+    CKPT_SUBDIR,
+    MISSING,
+    CkptView,
+    Decision,
+    JobFacts,
+    PolicyFacts,
+    decide,
+    facts_from,
+    forged_keys,
+)
+
+PROG = "slurm-gpu-epilog-ctld"
+DEFAULT_LOG = "/var/log/slurm-gpu/epilog-ctld.log"
+ENV_LOG = "SLURM_GPU_EPILOG_CTLD_LOG"
+ENV_POLICY = "GPUSUB_POLICY"
+SCONTROL_TIMEOUT_S = 15.0
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Slurm gives the hook no PATH
+Say = Callable[[str], None]
+
+
+class Log:
+    """Lines to the log file (appended; made mode 0640 when missing, never through a symlink, only a
+    regular file of ours) and to stderr. A log that cannot be opened costs one stderr line, nothing more."""
+
+    def __init__(self, path: str | None) -> None:
+        self.fd: int | None = None
+        self.problem = ""
+        if path:
+            try:
+                self.fd = _open_log(path)
+            except OSError as exc:
+                self.problem = f"log {path}: {exc.strerror or exc}; logging to stderr only"
+
+    def __call__(self, text: str) -> None:
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {PROG}[{os.getpid()}]: {text}\n"
+        if self.fd is not None:
+            try:
+                os.write(self.fd, line.encode("utf-8", "replace"))
+            except OSError:
+                pass
+        try:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _open_log(path: str) -> int:
+    parent = os.path.dirname(path) or "."
+    if not os.path.isdir(parent):
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
+                 | os.O_CLOEXEC, 0o640)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        os.close(fd)
+        raise OSError(errno.EPERM, "not a regular file of ours")
+    return fd
+
+
+def client_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The Slurm clients' environment: the hook's, with a PATH when Slurm gave none."""
+    out = dict(env)
+    out.setdefault("PATH", DEFAULT_PATH)
+    return out
+
+
+def job_record(job_id: int, env: Mapping[str, str]) -> tuple[dict[str, str], str]:
+    """``scontrol -o show job ID`` parsed, or ({}, why not)."""
+    from slurm_gpu.adapters.slurm.runner import run_slurm
+    from slurm_gpu.slurm.records import one_line, parse_kv_line
+
+    proc = run_slurm(["scontrol", "-o", "show", "job", str(job_id)], env=env, timeout_s=SCONTROL_TIMEOUT_S)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("JobId=")), "")
+    if proc.returncode != 0 or not line:
+        return {}, f"scontrol show job {job_id}: {one_line(proc.stderr, f'exit {proc.returncode}, no record')}"
+    twice = forged_keys(line)
+    if twice:
+        return {}, f"scontrol show job {job_id}: {', '.join(twice)} appear(s) twice (user text); left alone"
+    return parse_kv_line(line), ""
+
+
+def epoch(text: str | None) -> float | None:
+    """Slurm's local time stamp (2026-12-01T01:17:26) as seconds since the epoch; None for None/Unknown."""
+    try:
+        return time.mktime(time.strptime(text or "", "%Y-%m-%dT%H:%M:%S"))
+    except (ValueError, OverflowError):
+        return None
+
+
+def read_ckpt(job: JobFacts, say: Say) -> CkptView:
+    """The job's checkpoint directory: walked without following the user's symlinks, the last two
+    components owned by the job's user, the markers read as the job's user's (owner, size, schema)."""
+    from slurm_gpu.adapters import trusted_path
+    from slurm_gpu.adapters.markers import read_markers
+
+    path = job.ckpt_dir
+    if path is None:
+        return CkptView(problem=MISSING)
+    try:
+        fd = trusted_path.open_dir(path)
+    except FileNotFoundError:
+        return CkptView(problem=MISSING)
+    except OSError as exc:
+        return CkptView(problem=str(exc.strerror or exc) if isinstance(exc, trusted_path.UntrustedPath)
+                        else f"cannot open {path}: {exc.strerror or exc}")
+    warnings: list[str] = []
+    try:  # come back here afterwards (slurmctld's directory may be closed to SlurmUser: then "/")
+        here: int | None = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        here = None
+    try:
+        st = os.fstat(fd)
+        parent = os.stat("..", dir_fd=fd, follow_symlinks=False)
+        for what, s in ((path, st), (os.path.dirname(path), parent)):
+            if s.st_uid != job.uid:
+                return CkptView(problem=f"{what} is owned by uid {s.st_uid}, not the job's user {job.uid}")
+        os.fchdir(fd)  # read_markers opens "." relative to this descriptor: no path is looked up again
+        listing = read_markers(".", expected_uid=job.uid, warn=warnings.append)
+    finally:
+        os.close(fd)
+        if here is None:
+            os.chdir("/")
+        else:
+            os.fchdir(here)
+            os.close(here)
+    for w in warnings:
+        say(f"job {job.job_id}: {path}: {w}")
+    return CkptView(exists=True, markers=listing.markers)
+
+
+def load_policy_facts(path: str, say: Say) -> PolicyFacts | None:
+    from slurm_gpu.node.requeue import policy_facts
+    from slurm_gpu.policy.load import load_policy
+
+    try:
+        return policy_facts(load_policy(path))
+    except Exception as exc:  # noqa: BLE001 - any policy problem is one log line; the job is left alone
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        say(f"policy {path}: {text[:300]}")
+        return None
+
+
+def requeue(job_id: int, env: Mapping[str, str]) -> str:
+    """``scontrol requeue ID``: "" when done, else why not (one line)."""
+    from slurm_gpu.adapters.slurm.runner import run_slurm
+    from slurm_gpu.slurm.records import one_line
+
+    proc = run_slurm(["scontrol", "requeue", str(job_id)], env=env, timeout_s=SCONTROL_TIMEOUT_S)
+    if proc.returncode == 0:
+        return ""
+    return f"scontrol requeue {job_id} failed (exit {proc.returncode}): {one_line(proc.stderr or proc.stdout, '')}"
+
+
+def handle(env: Mapping[str, str], policy_path: str, say: Say, dry_run: bool = False,
+           verbose: bool = False) -> Decision | None:
+    """Decide about the job Slurm's environment names, act, log. None: the environment names no job."""
+    probe = facts_from(env, {}, None)
+    if probe is None:
+        say(f"no job in the environment (SLURM_JOB_ID={env.get('SLURM_JOB_ID', '')[:40]!r}, "
+            f"SLURM_JOB_UID={env.get('SLURM_JOB_UID', '')[:40]!r}); nothing done")
+        return None
+    cenv = client_env(env)
+    record, problem = job_record(probe.job_id, cenv)
+    if problem:
+        say(f"job {probe.job_id}: {problem}")
+    job = facts_from(env, record, epoch(record.get("StartTime")))
+    assert job is not None
+    first = decide(job, None, None)
+    if first.action == "none" and first.cause is None:
+        if verbose:
+            say(f"job {job.job_id}: nothing to do: {first.reason}")
+        return first
+    ckpt = read_ckpt(job, say)
+    policy = load_policy_facts(policy_path, say)
+    decision = decide(job, policy, ckpt)
+    if decision.action == "none":
+        if verbose:
+            say(f"job {job.job_id}: nothing to do: {decision.reason}")
+        return decision
+    if decision.action == "requeue" and not dry_run:
+        failed = requeue(job.job_id, cenv)
+        if failed:
+            decision = Decision("leave", f"{decision.cause}: {failed}", decision.cause, decision.restarts,
+                                decision.step)
+    say(f"job {job.job_id} (user {job.uid}, partition {job.partition or '-'}): "
+        f"{'would requeue (dry run)' if dry_run and decision.action == 'requeue' else decision.action}: "
+        f"{decision.reason}")
+    return decision
+
+
+def policy_path_from(env: Mapping[str, str], given: str | None) -> str:
+    from slurm_gpu.submit.gpusub import DEFAULT_POLICY_PATH
+
+    return given or env.get(ENV_POLICY) or DEFAULT_POLICY_PATH
+
+
+__all__ = ["handle", "read_ckpt", "Log", "epoch", "job_record", "requeue", "DEFAULT_LOG", "ENV_LOG", "PROG",
+           "CKPT_SUBDIR", "policy_path_from"]

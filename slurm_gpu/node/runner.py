@@ -1,0 +1,312 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The node hooks' runner: Prolog, Epilog (slurmd, root) and TaskProlog (the job's user). docs/hooks.md.
+
+``run_hook(phase, env, steps)`` reads the config and the job from the environment, opens NVML (a job
+without GPUs costs no NVML at all), maps Slurm's GPU ids to the node's GPUs, runs the steps
+(slurm_gpu/node/model.py explains the extension point; the built-in ones are in node_steps.py) under
+one time limit, keeps the per-job state in a root-owned directory, and drains the node only for real
+GPU health failures. Every other problem (NVML missing, driver not loaded, no permission, a hang, a
+corrupt state file, a full disk, a failing ``scontrol``) is one log line; the hook then exits 0.
+
+Exit status: 0, except after a real health failure: the Prolog exits 3 (the job must not start on a
+sick GPU; Slurm requeues it), the Epilog exits 3 only when its own drain failed (Slurm then drains
+the node itself, with reason "Epilog error"). 3 and not 1, so that the shims can tell it from an
+interpreter that failed to start (1): they pass 3 on as 1 and turn everything else into 0.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from slurm_gpu.node.files import DEFAULT_PATH, Log
+from slurm_gpu.node.model import (
+    DEFAULT_CONF,
+    ENV_CONF,
+    HealthFailure,
+    HookContext,
+    Job,
+    JobSetupError,
+    Unavailable,
+    drain_reason,
+    job_from_env,
+    map_gpus,
+    parse_config,
+    task_line_ok,
+)
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+    from typing import Any, TextIO
+
+    from slurm_gpu.node.model import GpuId, Step
+
+PROGS = {"prolog": "slurm-gpu-prolog", "epilog": "slurm-gpu-epilog", "task_prolog": "slurm-gpu-task-prolog"}
+STATE_FORMAT = 1
+EXIT_FAILED = 3  # a real GPU health failure (hooks) / a failed GPU set-up (TaskProlog)
+
+
+def load_config(env: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The config file (``$SLURM_GPU_HOOKS_CONF``, else /etc/slurm-gpu/hooks.conf; missing = defaults)
+    plus the environment's overrides. The file must be root's and not writable by others."""
+    path = env.get(ENV_CONF) or DEFAULT_CONF
+    problems: list[str] = []
+    text = ""
+    try:
+        from slurm_gpu.node.files import open_dir, read_small
+
+        parent, name = os.path.split(path)
+        dfd = open_dir(parent or "/", create=False)
+        try:
+            data = read_small(dfd, name, 1 << 16)
+        finally:
+            os.close(dfd)
+        if data is None and path != DEFAULT_CONF:
+            problems.append(f"config {path}: does not exist; defaults used")
+        text = (data or b"").decode("utf-8", "replace")
+    except OSError as exc:
+        if not (exc.errno == 2 and path == DEFAULT_CONF):
+            problems.append(f"config {path}: {exc.strerror or exc}; defaults used")
+    cfg, more = parse_config(text, path, env)
+    return cfg, problems + more
+
+
+def drain(cfg: Mapping[str, Any], node: str, reason: str, env: Mapping[str, str], log: Callable[[str], None]) -> bool:
+    """``scontrol update nodename=NODE state=drain reason="..."`` with a time limit; True when it worked."""
+    from slurm_gpu.adapters.gpu_node import run_tool
+
+    if not node:
+        log(f"cannot drain: no SLURMD_NODENAME (reason would be: {reason})")
+        return False
+    argv = [str(cfg["scontrol"]), "update", f"nodename={node}", "state=drain", f"reason={reason}"]
+    cenv = dict(env)
+    cenv.setdefault("PATH", DEFAULT_PATH)
+    try:
+        rc, out, err = run_tool(argv, float(cfg["drain_timeout_s"]), env=cenv)
+    except Unavailable as exc:
+        log(f"drain of {node} failed: {exc}")
+        return False
+    if rc != 0:
+        log(f"drain of {node} failed (exit {rc}): {(err or out).strip()[:300]}")
+        return False
+    log(f"drained {node}: {reason}")
+    return True
+
+
+def _state_dir(cfg: Mapping[str, Any], log: Callable[[str], None]) -> int | None:
+    from slurm_gpu.node.files import open_dir
+
+    path = str(cfg["state_dir"])
+    if not path:
+        return None
+    try:
+        return open_dir(path, 0o700)
+    except OSError as exc:
+        log(f"state directory {path}: {exc.strerror or exc}; per-job state not kept")
+        return None
+
+
+def _load_state(fd: int | None, job: Job, log: Callable[[str], None]) -> dict[str, Any]:
+    """The prolog's per-job state (then removed, so a second epilog finds none); {} when unusable."""
+    from slurm_gpu.node.files import read_small, remove
+
+    if fd is None:
+        return {}
+    name = f"{job.job_id}.json"
+    try:
+        data = read_small(fd, name)
+    except OSError as exc:
+        log(f"job {job.job_id}: state {name}: {exc.strerror or exc}; ignored")
+        data = b"{}"
+    finally:
+        try:
+            remove(fd, name)
+        except OSError:
+            pass
+    import json
+
+    if data is None:
+        log(f"job {job.job_id}: no per-job state (prolog did not run, or the epilog ran already)")
+        return {}
+    try:
+        state = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        log(f"job {job.job_id}: state {name} is corrupt or half-written; ignored")
+        return {}
+    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT or state.get("job") != job.job_id:
+        log(f"job {job.job_id}: state {name} is not this job's (format/job id); ignored")
+        return {}
+    return state
+
+
+def _task_file(cfg: Mapping[str, Any], job: Job, lines: list[str] | None, log: Callable[[str], None]) -> None:
+    """Write (lines) or remove (None or empty) the job's TaskProlog file in the root-owned task directory."""
+    from slurm_gpu.node.files import open_dir, remove, write_atomic
+
+    path = str(cfg["task_dir"])
+    if not path:
+        return
+    lines = lines or None  # nothing to say: remove what an earlier run of this job id left
+    try:
+        fd = open_dir(path, 0o755, create=lines is not None)
+    except OSError as exc:
+        if lines is not None:
+            log(f"job {job.job_id}: task file not written: {path}: {exc.strerror or exc}")
+        return
+    try:
+        if lines is None:
+            remove(fd, str(job.job_id))
+        else:
+            write_atomic(fd, str(job.job_id), "".join(ln + "\n" for ln in lines).encode(), 0o644)
+    except OSError as exc:
+        log(f"job {job.job_id}: task file: {exc.strerror or exc}")
+    finally:
+        os.close(fd)
+
+
+def _mig_on(node: Any, log: Callable[[str], None]) -> bool:
+    try:
+        return bool(node.mig_enabled())
+    except Exception as exc:  # noqa: BLE001 - asking cannot fail the node
+        log(f"MIG mode unknown: {type(exc).__name__}: {str(exc)[:200]}")
+        return False
+
+
+def _run(phase: str, job: Job, cfg: Mapping[str, Any], steps: Sequence[Step], log: Callable[[str], None]) -> list[str]:
+    import json
+
+    from slurm_gpu.adapters.gpu_node import NvmlNode
+
+    node: Any = None
+    devices: tuple[GpuId, ...] | None = None
+    try:
+        node = NvmlNode()
+        devices = node.devices()
+    except Unavailable as exc:
+        log(f"job {job.job_id}: NVML not usable ({exc}); GPU checks skipped, nothing drained")
+        if node is not None:
+            node.close()
+        node = None
+    gpus, missing = map_gpus(job.gpu_tokens, devices, str(cfg["gpu_ids"]))
+    if missing and node is not None and _mig_on(node, log):
+        # On a node with static MIG slices (gres.conf lists MIG devices), Slurm's ids number the slices,
+        # not whole GPUs: an id past the GPU count is no lost GPU; the MIG step handles slices.
+        log(f"job {job.job_id}: GPU ids {','.join(missing)} are MIG slice ids (MIG mode is on here): "
+            "whole-GPU checks skip them, nothing drained")
+        missing = []
+    failures = [f"GPU {m} allocated by Slurm but not found by NVML ({len(devices or ())} GPUs seen)"
+                for m in missing]
+    log(f"job {job.job_id}: {phase}: GPUs " + ", ".join(
+        f"{g.slurm_id}=index {g.index}/minor {g.minor}/{g.bus_id or '?'}" for g in gpus) + (
+        f"; not found: {','.join(missing)}" if missing else ""))
+    sfd = _state_dir(cfg, log)
+    try:
+        state = _load_state(sfd, job, log) if phase == "epilog" else {
+            "format": STATE_FORMAT, "job": job.job_id, "gpus": [g.as_dict() for g in gpus]}
+        ctx = HookContext(phase, job, cfg, gpus, node, state, log, time.time(), time.monotonic_ns() // 1000)
+        errors: list[str] = []
+        for step in (steps if phase == "prolog" else tuple(reversed(steps))):
+            name = getattr(step, "name", type(step).__name__)
+            try:
+                getattr(step, phase)(ctx)
+            except HealthFailure as exc:
+                ctx.failures.append(str(exc))
+            except JobSetupError as exc:
+                errors.append(str(exc))
+                log(f"job {job.job_id}: {name}: the job's request cannot be served: {exc}")
+            except Unavailable as exc:
+                log(f"job {job.job_id}: {name}: {exc}; skipped, nothing drained")
+            except Exception as exc:  # noqa: BLE001 - a step's own fault never fails the node
+                log(f"job {job.job_id}: {name}: internal error: {type(exc).__name__}: {str(exc)[:300]}")
+        if phase == "prolog":
+            if sfd is not None:
+                from slurm_gpu.node.files import write_atomic
+
+                try:
+                    write_atomic(sfd, f"{job.job_id}.json", json.dumps(state).encode(), 0o600, sync=True)
+                except (OSError, TypeError, ValueError) as exc:
+                    log(f"job {job.job_id}: per-job state not written: {exc}")
+            lines = [ln for ln in ctx.task_lines if task_line_ok(ln)]
+            lines += ["error " + " ".join(e.split())[:500] for e in errors]
+            _task_file(cfg, job, lines, log)
+        else:
+            _task_file(cfg, job, None, log)
+        return failures + ctx.failures
+    finally:
+        if sfd is not None:
+            os.close(sfd)
+        if node is not None:
+            node.close()
+
+
+def run_hook(phase: str, env: Mapping[str, str], steps: Sequence[Step] | None = None) -> int:
+    """Prolog or Epilog. Returns the exit status (see the module docstring)."""
+    cfg, problems = load_config(env)
+    log = Log(PROGS[phase], str(cfg["log"]))
+    try:
+        for p in ([log.problem] if log.problem else []) + problems:
+            log(p)
+        job = job_from_env(env)
+        if job is None:
+            log(f"no job in the environment (SLURM_JOB_ID={env.get('SLURM_JOB_ID', '')[:40]!r}); nothing done")
+            return 0
+        for p in job.problems:
+            log(f"job {job.job_id}: {p}")
+        if not job.gpu_tokens:
+            return 0  # no GPUs: nothing to do, and no NVML loaded
+        if steps is None:
+            from slurm_gpu.node.steps import default_steps
+
+            steps = default_steps()
+        from slurm_gpu.adapters.gpu_node import bounded
+
+        try:
+            failures = bounded(lambda: _run(phase, job, cfg, steps, log), float(cfg["nvml_timeout_s"]),
+                               f"the {phase}")
+        except Unavailable as exc:
+            log(f"job {job.job_id}: {exc} (NVML or a tool hung); giving up, nothing drained")
+            return 0
+        if not failures:
+            return 0
+        reason = drain_reason(failures)
+        log(f"job {job.job_id}: GPU health failure: {reason}")
+        drained = drain(cfg, job.node, reason, env, log)
+        return EXIT_FAILED if phase == "prolog" or not drained else 0
+    finally:
+        log.close()
+
+
+def run_task_prolog(env: Mapping[str, str], out: TextIO) -> int:
+    """TaskProlog (as the job's user): print the lines the prolog left for the job. An ``error`` line
+    (a set-up that failed for reasons of the job's own) becomes a message and EXIT_FAILED."""
+    cfg, problems = load_config(env)
+    job = job_from_env(env)
+    path = str(cfg["task_dir"])
+    if job is None or not path:
+        return 0
+    from slurm_gpu.node.files import open_dir, read_small
+
+    try:
+        fd = open_dir(path, create=False)
+        try:
+            data = read_small(fd, str(job.job_id), 1 << 16)
+        finally:
+            os.close(fd)
+    except OSError:
+        return 0  # no task directory: the prolog left nothing
+    if not data:
+        return 0
+    import json
+
+    status = 0
+    for line in data.decode("utf-8", "replace").splitlines():
+        if line.startswith("error "):
+            msg = line[6:]
+            out.write(f"export SLURM_GPU_SETUP_ERROR={json.dumps(msg)}\n")
+            out.write(f"print slurm-gpu: GPU set-up for job {job.job_id} failed: {msg}\n")
+            status = EXIT_FAILED
+        elif task_line_ok(line):
+            out.write(line + "\n")
+    out.flush()
+    return status

@@ -1,0 +1,314 @@
+# SPDX-License-Identifier: Apache-2.0
+"""MIG layouts as data: validate a job's request, plan a declarative layout, diff it against a GPU's
+current state into ordered actions, and simulate those actions. Pure (no NVML, no I/O); the adapter
+:mod:`slurm_gpu.adapters.gpu_config` reads the state and executes the actions.
+
+A *layout* is what NVIDIA's mig-parted calls a config: per GPU, MIG on or off and how many GPU
+instances of each profile, each with one compute instance spanning it (one MIG device per GPU
+instance, which is also what Slurm's NVML autodetection and gres.conf expect). Two node modes
+(policy ``node_types[].mig_mode``):
+
+- ``static``: ``mig_layout`` is declared; the epilog compares the GPU with it and restores it
+  (:func:`plan`) if a job changed it, so slurmd's inventory (gres.conf) stays true.
+- ``dynamic``: the job holds whole GPUs and asks for a layout (``--mig 3g.40gb:2``, applied to each
+  of its GPUs); the epilog restores the node type's default (``mig_layout``, empty: MIG off).
+
+Instances are placed with the GPU's own placement table (memory slices, as NVML reports them) by a
+small exhaustive search, so a layout that fits is always found and one that does not is refused
+before anything is changed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from slurm_gpu.sharing.token import MigSpec
+from slurm_gpu.units import UnitError, parse_mig_profile
+
+if TYPE_CHECKING:
+    from slurm_gpu.policy.model import GpuType, NodeType, Policy
+
+COMPUTE_SLICES = 7
+
+
+class MigError(ValueError):
+    """A layout that cannot be served (one line): unknown profile, no capacity, wrong node mode."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A GPU-instance profile of one GPU, as NVML reports it (placements in memory slices)."""
+
+    name: str  # "3g.40gb"
+    slices: int  # compute slices
+    memory_slices: int  # size of one placement
+    instances: int  # at most this many at once
+    placements: tuple[int, ...]  # allowed start memory slices
+
+
+Geometry = Mapping[str, Profile]  # a GPU's profiles by name
+
+
+@dataclass(frozen=True)
+class GpuInstance:
+    profile: str
+    start: int  # placement start (memory slice): unique on its GPU
+    cis: tuple[int, ...] = ()  # compute instances, by their compute slices
+
+
+@dataclass(frozen=True)
+class MigState:
+    """A GPU's current MIG state (``enabled`` = current mode, not pending)."""
+
+    enabled: bool = False
+    instances: tuple[GpuInstance, ...] = ()
+
+    def sorted(self) -> MigState:
+        return MigState(self.enabled, tuple(sorted(self.instances, key=lambda g: (g.start, g.profile))))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Desired per-GPU layout: MIG on/off and {profile: count} (sorted pairs)."""
+
+    enabled: bool
+    devices: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, enabled: bool, devices: Mapping[str, int] | Iterable[tuple[str, int]]) -> Layout:
+        items = devices.items() if isinstance(devices, Mapping) else devices
+        merged: Counter[str] = Counter()
+        for p, n in items:
+            merged[p] += n
+        return cls(enabled, tuple(sorted((p, n) for p, n in merged.items() if n > 0)))
+
+    def describe(self) -> str:
+        if not self.enabled:
+            return "MIG disabled"
+        return "MIG enabled: " + (", ".join(f"{p}:{n}" for p, n in self.devices) or "no instances")
+
+
+@dataclass(frozen=True)
+class Action:
+    """One step: ``destroy_ci``/``destroy_gi``/``set_mig_mode``/``create_gi``/``create_ci`` on ``gpu``.
+    GPU instances are named by their placement ``start``; compute instances by their ``slices``."""
+
+    op: str
+    gpu: int
+    profile: str = ""
+    start: int = -1
+    slices: int = 0
+    enable: bool = False
+
+
+# ---- policy side ------------------------------------------------------------------------------
+
+def layout_counts(profiles: Iterable[str]) -> tuple[tuple[str, int], ...]:
+    """The policy's ``mig_layout`` list (one entry per instance) as sorted (profile, count) pairs."""
+    return Layout.of(True, ((p, 1) for p in profiles)).devices
+
+
+def compute_slices(devices: Iterable[tuple[str, int]]) -> int:
+    total = 0
+    for p, n in devices:
+        try:
+            total += parse_mig_profile(p).slices * n
+        except UnitError as e:
+            raise MigError(str(e)) from None
+    return total
+
+
+def default_layout(node_type: NodeType) -> Layout | None:
+    """The layout the node type's GPUs return to after each job; ``None``: slurm-gpu leaves MIG alone."""
+    if node_type.mig_mode == "none":
+        return None
+    return Layout.of(bool(node_type.mig_layout), ((p, 1) for p in node_type.mig_layout))
+
+
+def node_type_of(policy: Policy, node: str) -> NodeType | None:
+    return next((nt for nt in policy.node_types if node in nt.nodes), None)
+
+
+def check_request(spec: MigSpec, policy: Policy, node_type: NodeType) -> Layout:
+    """The job layout for ``spec`` on ``node_type``'s GPUs, or :class:`MigError`: the node type must be
+    in dynamic MIG mode, each profile offered by its GPU type (and allowed by ``isolation``), and the
+    layout must fit the 7 compute slices of a GPU."""
+    if node_type.mig_mode != "dynamic":
+        raise MigError(f"node type {node_type.name} does not serve per-job MIG layouts (mig_mode "
+                       f"{node_type.mig_mode}); ask for a MIG slice as a gres type instead")
+    gt: GpuType | None = policy.gpu_type(node_type.gpu_type)
+    offered = gt.mig_profiles if gt is not None and gt.mig_capable else ()
+    allowed = policy.isolation.mig_profiles
+    for p, n in spec:
+        if p not in offered or (allowed and p not in allowed):
+            ok = [q for q in offered if not allowed or q in allowed]
+            raise MigError(f"MIG profile {p} is not offered on {node_type.gpu_type} GPUs; allowed: "
+                           f"{', '.join(ok) or 'none'}")
+        if not 1 <= n <= COMPUTE_SLICES:
+            raise MigError(f"MIG profile {p}: count {n} is not 1-{COMPUTE_SLICES}")
+    used = compute_slices(spec)
+    if used > COMPUTE_SLICES:
+        raise MigError(f"MIG layout {','.join(f'{p}:{n}' for p, n in spec)} needs {used} compute slices; "
+                       f"a GPU has {COMPUTE_SLICES}")
+    return Layout.of(True, spec)
+
+
+# ---- placement --------------------------------------------------------------------------------
+
+def place(layout: Layout, geometry: Geometry) -> tuple[tuple[str, int], ...]:
+    """(profile, start) for every instance of ``layout`` on a GPU of ``geometry``, or :class:`MigError`."""
+    want: list[Profile] = []
+    for p, n in layout.devices:
+        prof = geometry.get(p)
+        if prof is None:
+            raise MigError(f"MIG profile {p} is not supported by this GPU; it has "
+                           f"{', '.join(sorted(geometry)) or 'no MIG profiles'}")
+        if n > prof.instances:
+            raise MigError(f"MIG profile {p}: {n} instances asked for, the GPU allows {prof.instances}")
+        want.extend([prof] * n)
+    if compute_slices(layout.devices) > COMPUTE_SLICES:
+        raise MigError(f"{layout.describe()} needs more than {COMPUTE_SLICES} compute slices")
+    want.sort(key=lambda q: (-q.memory_slices, -q.slices, q.name))
+    chosen: list[tuple[str, int]] = []
+
+    def free(used: int, start: int, size: int) -> bool:
+        mask = ((1 << size) - 1) << start
+        return not used & mask
+
+    def search(k: int, used: int) -> bool:
+        if k == len(want):
+            return True
+        q = want[k]
+        for s in q.placements:  # same-profile instances take increasing starts (no symmetric retries)
+            if k and want[k - 1] is q and s <= chosen[-1][1]:
+                continue
+            if free(used, s, q.memory_slices):
+                chosen.append((q.name, s))
+                if search(k + 1, used | (((1 << q.memory_slices) - 1) << s)):
+                    return True
+                chosen.pop()
+        return False
+
+    if not search(0, 0):
+        raise MigError(f"{layout.describe()} does not fit the GPU's placements")
+    return tuple(sorted(chosen, key=lambda c: c[1]))
+
+
+# ---- diff -------------------------------------------------------------------------------------
+
+def satisfies(state: MigState, layout: Layout, geometry: Geometry) -> bool:
+    """True when ``state`` is ``layout``: same mode, same instances, each with one full compute instance."""
+    if state.enabled != layout.enabled:
+        return False
+    if not layout.enabled:
+        return not state.instances
+    got = Layout.of(True, ((g.profile, 1) for g in state.instances))
+    return got == layout and all(_full(g, geometry) for g in state.instances)
+
+
+def _full(g: GpuInstance, geometry: Geometry) -> bool:
+    prof = geometry.get(g.profile)
+    return prof is not None and g.cis == (prof.slices,)
+
+
+def plan_gpu(gpu: int, current: MigState, desired: Layout, geometry: Geometry) -> tuple[Action, ...]:
+    """Ordered actions that take one GPU from ``current`` to ``desired`` (empty when it is there).
+    Matching instances are kept (only their compute instances are repaired); otherwise everything is
+    torn down and rebuilt, as mig-parted does. Raises :class:`MigError` before any action if
+    ``desired`` cannot be placed."""
+    if satisfies(current, desired, geometry):
+        return ()
+    out: list[Action] = []
+    same = (current.enabled and desired.enabled
+            and Layout.of(True, ((g.profile, 1) for g in current.instances)) == desired)
+    if same:
+        for g in current.sorted().instances:
+            if not _full(g, geometry):
+                out.extend(Action("destroy_ci", gpu, g.profile, g.start, s) for s in g.cis)
+                out.append(Action("create_ci", gpu, g.profile, g.start, geometry[g.profile].slices))
+        return tuple(out)
+    placements = place(desired, geometry) if desired.enabled else ()
+    for g in current.sorted().instances:
+        out.extend(Action("destroy_ci", gpu, g.profile, g.start, s) for s in g.cis)
+        out.append(Action("destroy_gi", gpu, g.profile, g.start))
+    if current.enabled != desired.enabled:
+        out.append(Action("set_mig_mode", gpu, enable=desired.enabled))
+    for p, s in placements:
+        out.append(Action("create_gi", gpu, p, s))
+        out.append(Action("create_ci", gpu, p, s, geometry[p].slices))
+    return tuple(out)
+
+
+def plan(current: Mapping[int, MigState], desired: Layout, geometry: Mapping[int, Geometry],
+         gpus: Iterable[int]) -> tuple[Action, ...]:
+    """Actions for the GPUs in ``gpus`` only (the job's); every GPU is planned before any is changed."""
+    out: list[Action] = []
+    for i in sorted(set(gpus)):
+        if i not in current or i not in geometry:
+            raise MigError(f"GPU {i} is not on this node")
+        out.extend(plan_gpu(i, current[i], desired, geometry[i]))
+    return tuple(out)
+
+
+def drifted(current: Mapping[int, MigState], declared: Layout, geometry: Mapping[int, Geometry],
+            gpus: Iterable[int]) -> tuple[int, ...]:
+    """GPUs (of ``gpus``) whose state is not the declared static layout."""
+    return tuple(i for i in sorted(set(gpus)) if not satisfies(current[i], declared, geometry[i]))
+
+
+# ---- simulation (the model the executor must follow; used by the tests) ----------------------
+
+def apply(current: Mapping[int, MigState], actions: Iterable[Action], geometry: Mapping[int, Geometry]
+          ) -> dict[int, MigState]:
+    """The states after ``actions``, with NVML's rules: instances need MIG on, placements must not
+    overlap, a GPU instance with compute instances cannot be destroyed, MIG cannot be disabled while
+    instances exist. A broken rule is a :class:`MigError`."""
+    states = {i: s.sorted() for i, s in current.items()}
+    for a in actions:
+        st = states[a.gpu]
+        geo = geometry[a.gpu]
+        gis = {g.start: g for g in st.instances}
+        if a.op == "set_mig_mode":
+            if not a.enable and st.instances:
+                raise MigError(f"GPU {a.gpu}: MIG disabled while instances exist")
+            st = replace(st, enabled=a.enable)
+        elif a.op == "create_gi":
+            prof = geo[a.profile]
+            used = {s for g in st.instances for s in range(g.start, g.start + geo[g.profile].memory_slices)}
+            if not st.enabled or a.start not in prof.placements \
+                    or used & set(range(a.start, a.start + prof.memory_slices)) \
+                    or sum(g.profile == a.profile for g in st.instances) >= prof.instances:
+                raise MigError(f"GPU {a.gpu}: cannot create {a.profile} at {a.start}")
+            gis[a.start] = GpuInstance(a.profile, a.start)
+        elif a.op in ("create_ci", "destroy_ci", "destroy_gi"):
+            g = gis.get(a.start)
+            if g is None:
+                raise MigError(f"GPU {a.gpu}: no GPU instance at {a.start}")
+            if a.op == "create_ci":
+                if sum(g.cis) + a.slices > geo[g.profile].slices:
+                    raise MigError(f"GPU {a.gpu}: no room for a {a.slices}-slice compute instance")
+                gis[a.start] = replace(g, cis=tuple(sorted((*g.cis, a.slices))))
+            elif a.op == "destroy_ci":
+                if a.slices not in g.cis:
+                    raise MigError(f"GPU {a.gpu}: no {a.slices}-slice compute instance at {a.start}")
+                cis = list(g.cis)
+                cis.remove(a.slices)
+                gis[a.start] = replace(g, cis=tuple(cis))
+            else:
+                if g.cis:
+                    raise MigError(f"GPU {a.gpu}: GPU instance at {a.start} still has compute instances")
+                del gis[a.start]
+        else:
+            raise MigError(f"unknown action {a.op!r}")
+        if a.op != "set_mig_mode":
+            st = replace(st, instances=tuple(gis.values()))
+        states[a.gpu] = st.sorted()
+    return states
+
+
+__all__ = ["COMPUTE_SLICES", "MigError", "Profile", "Geometry", "GpuInstance", "MigState", "Layout", "Action",
+           "layout_counts", "compute_slices", "default_layout", "node_type_of", "check_request", "place",
+           "satisfies", "plan_gpu", "plan", "drifted", "apply"]

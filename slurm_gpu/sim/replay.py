@@ -1,0 +1,302 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``slurm-gpu simulate --replay-in-lab`` / ``--replay-from``: the validation against real Slurm.
+
+The trace is routed by the policy's classifier and compressed (:func:`slurm_gpu.sim.validate.compress`);
+each job is submitted to the lab at its compressed submit time as the lab user, as a ``sleep`` of its
+compressed run time (``sbatch -p PART -q QOS -A ACCOUNT -t MIN -N NODES --gres=gpu:TYPE:N``); when
+all have ended, ``sacct -D`` (every run of a requeued job) gives the real submit, start and end times,
+which are written to a record file. The compressed trace, with the real submit times, is then
+simulated with the lab's parameters (:func:`~slurm_gpu.sim.validate.lab_params`), and the start order
+and start times are compared. ``--replay-from RECORD`` does the comparison again without the lab.
+
+Every Slurm call goes through :func:`slurm_gpu.adapters.slurm.run_slurm`; sacct's rows are read by the
+one sacct reader, :func:`slurm_gpu.sim.traces.read_sacct`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from slurm_gpu.errors import SlurmGpuError, UsageError
+from slurm_gpu.plain import NamedTuple
+from slurm_gpu.sim.params import Params
+from slurm_gpu.sim.validate import Comparison, Replayed
+
+RECORD_COLUMNS = ("job_id", "trace_job_id", "submit", "start", "end", "partition", "nodes", "state", "runs")
+SACCT_FORMAT = "JobIDRaw,Submit,Start,End,Partition,QOS,State,NNodes,AllocTRES"
+
+
+class RealJob(NamedTuple):
+    job_id: str  # Slurm's
+    trace_job_id: str
+    submit: int  # seconds from the replay's time 0
+    start: int | None  # the first run's
+    end: int | None  # the last run's
+    partition: str
+    nodes: int | None
+    state: str
+    runs: int
+
+
+def routed(policy_path: str, trace_path: str, factor: float, fmt: str | None = None) -> list[Replayed]:
+    from slurm_gpu.policy.load import load_policy
+    from slurm_gpu.sim.routing import Router
+    from slurm_gpu.sim.run_files import load_trace
+    from slurm_gpu.sim.validate import compress
+
+    policy = load_policy(policy_path)
+    trace = load_trace(trace_path, fmt)
+    router = Router(policy)
+    jobs, _rejected = compress(trace, [router.route(j) for j in trace.jobs], factor)
+    return jobs
+
+
+def sbatch_argv(r: Replayed) -> list[str]:
+    route, job = r.route, r.job
+    argv = ["sbatch", "--parsable", f"--job-name=replay-{job.job_id}", "--output=/dev/null", "--chdir=/tmp",
+            f"--partition={route.partition}", f"--nodes={route.nodes}"]
+    if route.qos:
+        argv.append(f"--qos={route.qos}")
+    if job.account:
+        argv.append(f"--account={job.account}")
+    if route.time_limit_s is not None:
+        argv.append(f"--time={route.time_limit_s // 60}")
+    if route.gpus_per_node:
+        argv.append(f"--gres=gpu:{route.gpu_type}:{route.gpus_per_node}" if route.gpu_type
+                    else f"--gres=gpu:{route.gpus_per_node}")
+    argv.append(f"--wrap=sleep {job.duration}")
+    return argv
+
+
+def submit_all(jobs: list[Replayed], user: str, env: dict[str, str],
+               say: Callable[[str], None]) -> tuple[float, dict[str, str]]:
+    """Submit each job at its compressed submit time; returns time 0 (epoch) and Slurm id -> trace id."""
+    from slurm_gpu.adapters.slurm import run_slurm
+    from slurm_gpu.adapters.slurm.runner import failure
+    from slurm_gpu.slurm.records import parse_parsable
+
+    user_env = {"SLURM_CONF": env.get("SLURM_CONF", "/etc/slurm/slurm.conf")}
+    t0 = float(int(time.time()) + 2)
+    ids: dict[str, str] = {}
+    late = 0.0
+    for r in sorted(jobs, key=lambda r: (r.job.submit, r.job.line)):
+        wait = t0 + r.job.submit - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        late = max(late, -wait)
+        argv = sbatch_argv(r)
+        proc = run_slurm(argv, env=env, user=user, user_env=user_env, timeout_s=30)
+        got = parse_parsable(proc.stdout) if proc.returncode == 0 else None
+        if got is None:
+            raise failure(f"sbatch of trace job {r.job.job_id}", proc.stderr or proc.stdout, env, proc.returncode)
+        ids[str(got.job_id)] = r.job.job_id
+    say(f"submitted {len(ids)} jobs (the latest {late:.1f} s after its time)")
+    return t0, ids
+
+
+def wait_all(ids: dict[str, str], env: dict[str, str], timeout_s: float, say: Callable[[str], None]) -> None:
+    """Poll squeue until none of the jobs is pending or running; cancel them after ``timeout_s``."""
+    from slurm_gpu.adapters.slurm import run_slurm
+
+    deadline = time.time() + timeout_s
+    joined = ",".join(ids)
+    while True:
+        proc = run_slurm(["squeue", "-h", "-j", joined, "-o", "%i"], env=env, timeout_s=30)
+        left = [x for x in proc.stdout.split() if x in ids] if proc.returncode == 0 else list(ids)
+        if not left:
+            return
+        if time.time() > deadline:
+            run_slurm(["scancel", *left], env=env, timeout_s=30)
+            raise SlurmGpuError(f"{len(left)} replayed jobs still queued after {timeout_s:g} s; cancelled them")
+        say(f"{len(left)} jobs pending or running")
+        time.sleep(10)
+
+
+def read_real(ids: dict[str, str], t0: float, env: dict[str, str]) -> list[RealJob]:
+    """sacct -D (every run of a requeued job) for the jobs, as times from ``t0``."""
+    from slurm_gpu.adapters.slurm import run_slurm
+    from slurm_gpu.sim.traces import read_sacct
+
+    env = env | {"SLURM_TIME_FORMAT": "%s"}
+    argv = ["sacct", "-X", "-D", "-P", "-j", ",".join(ids), f"--format={SACCT_FORMAT}"]
+    for _ in range(10):  # slurmdbd may trail slurmctld by a few seconds
+        proc = run_slurm(argv, env=env, timeout_s=60, check=True)
+        rows = read_sacct(proc.stdout.splitlines(), "sacct").jobs
+        runs: dict[str, list[Any]] = {}
+        for row in rows:
+            runs.setdefault(row.job_id, []).append(row)
+        if set(runs) >= set(ids) and all(r.start is not None for rs in runs.values() for r in rs):
+            break
+        time.sleep(3)
+    out = []
+    for jid, rs in sorted(runs.items(), key=lambda kv: int(kv[0])):
+        if jid not in ids:
+            continue
+        first = min(rs, key=lambda r: r.start or 0)
+        last = max(rs, key=lambda r: r.start or 0)
+        start = None if first.start is None else int(first.start - t0)
+        end = None if last.start is None else int(last.start + last.duration - t0)
+        out.append(RealJob(jid, ids[jid], int(first.submit - t0), start, end, last.partition or "", last.nodes,
+                           last.state or "", len(rs)))
+    return out
+
+
+def record_text(real: list[RealJob], header: list[str]) -> str:
+    out = io.StringIO()
+    for line in header:
+        out.write(f"# {line}\n")
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(RECORD_COLUMNS)
+    for r in real:
+        w.writerow("" if v is None else v for v in r)
+    return out.getvalue()
+
+
+def _older_record(params: Params, given: dict[str, Any], text: str) -> Params:
+    """A record written before the backfill reservation fields: it came from a lab, so Slurm's own
+    semantics apply (whole nodes, bf_resolution unset = 60 s, as ``params_from_conf`` maps a lab's
+    slurm.conf now), and time 0 is in its header (``from YYYY-mm-ddTHH:MM:SSZ``, UTC)."""
+    if "bf_whole_nodes" not in given:
+        params = params._replace(bf_whole_nodes=True, bf_resolution_s=60)
+    if "clock0_s" not in given:
+        import re
+
+        when = re.search(r"from (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)", text)
+        if when:
+            params = params._replace(clock0_s=int(datetime.strptime(when[1], "%Y-%m-%dT%H:%M:%SZ")
+                                                  .replace(tzinfo=UTC).timestamp()))
+    return params
+
+
+def read_record(path: str) -> tuple[list[RealJob], Params | None]:
+    """A record file written by :func:`record_text` (``#`` lines are its header; the line
+    ``# params: {...}`` gives the simulator's parameters of the lab it was recorded in)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"replay record {path!r}: {exc}") from None
+    params = None
+    for line in text.splitlines():
+        if line.startswith("# params: "):
+            try:
+                given = json.loads(line.removeprefix("# params: "))
+                params = Params(**given)
+            except (ValueError, TypeError) as exc:
+                raise SlurmGpuError(f"{path}: bad params line: {exc}") from None
+            params = _older_record(params, given, text)
+    rows = csv.reader(line for line in text.splitlines() if not line.startswith("#"))
+    head = next(rows, None)
+    if head is None or tuple(head) != RECORD_COLUMNS:
+        raise SlurmGpuError(f"{path}:1: expected the columns {','.join(RECORD_COLUMNS)}")
+    out = []
+    for n, row in enumerate(rows, 2):
+        try:
+            v = dict(zip(RECORD_COLUMNS, row, strict=True))
+            out.append(RealJob(v["job_id"], v["trace_job_id"], int(v["submit"]),
+                               int(v["start"]) if v["start"] else None, int(v["end"]) if v["end"] else None,
+                               v["partition"], int(v["nodes"]) if v["nodes"] else None, v["state"], int(v["runs"])))
+        except ValueError as exc:
+            raise SlurmGpuError(f"{path}:{n}: bad record row: {exc}") from None
+    return out, params
+
+
+def compare_with(jobs: list[Replayed], real: list[RealJob], policy_path: str,
+                 params: Params) -> tuple[Comparison, list[tuple[str, int, int | None, int | None, str]]]:
+    """Simulate the compressed jobs with the real submit times and the lab's parameters; compare."""
+    from slurm_gpu.policy.load import load_policy
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.traces import Trace
+    from slurm_gpu.sim.validate import FixedRoutes, compare
+
+    by_trace = {r.trace_job_id: r for r in real}
+    replayed = [r._replace(job=r.job._replace(submit=by_trace[r.job.job_id].submit))
+                for r in jobs if r.job.job_id in by_trace]
+    result = simulate(Trace(tuple(r.job for r in replayed), "epoch"), load_policy(policy_path), params,
+                      FixedRoutes(replayed))
+    sim = {j.job_id: j.first_start for j in result.jobs}
+    cmp = compare({k: (v.submit, v.start) for k, v in by_trace.items() if v.start is not None}, sim)
+    rows = [(k, by_trace[k].submit, by_trace[k].start, sim.get(k), by_trace[k].partition) for k in sorted(by_trace)]
+    return cmp, rows
+
+
+def report(cmp: Comparison) -> str:
+    def f(v: float | None, spec: str) -> str:
+        return "-" if v is None else format(v, spec)
+
+    return (f"jobs compared: {cmp.jobs}" + (f" (started in one only: {', '.join(cmp.missing)})" if cmp.missing else "")
+            + f"\nKendall tau-b of the start order (simulated vs real): {f(cmp.tau_b, '.3f')}"
+            + f"\nmedian |start error|: {f(cmp.median_abs_error_s, '.1f')} s; mean real wait: "
+            + f"{f(cmp.mean_wait_s, '.1f')} s; error / mean wait: {f(cmp.error_of_wait, '.3f')}\n")
+
+
+def lab_params(env: dict[str, str]) -> Params:
+    """The simulator's parameters from the lab's slurm.conf (SLURM_CONF)."""
+    from slurm_gpu.sim.validate import params_from_conf
+
+    conf = env.get("SLURM_CONF", "/etc/slurm/slurm.conf")
+    try:
+        return params_from_conf(Path(conf).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read slurm.conf {conf!r}: {exc}") from None
+
+
+def replay_in_lab(policy_path: str, trace_path: str, out_dir: str, factor: float, fmt: str | None = None,
+                  user: str = "labuser", timeout_s: float = 1800, say: Callable[[str], None] = print,
+                  env: dict[str, str] | None = None) -> str:
+    from slurm_gpu.adapters.slurm import run_slurm
+
+    jobs = routed(policy_path, trace_path, factor, fmt)
+    env = dict(os.environ if env is None else env)
+    params = lab_params(env)
+    version = run_slurm(["sinfo", "-V"], env=env, timeout_s=15, check=True).stdout.split()[-1]
+    began = time.time()
+    t0, ids = submit_all(jobs, user, env, say)
+    wait_all(ids, env, timeout_s, say)
+    real = read_real(ids, t0, env)
+    took = time.time() - began
+    from slurm_gpu.sim.validate import release_gap
+
+    params = params._replace(release_s=release_gap([(r.submit, r.start, r.end) for r in real
+                                                    if r.start is not None and r.end is not None]),
+                             clock0_s=int(t0))
+    header = [f"slurm-gpu simulate --replay-in-lab: Slurm {version}, {len(real)} jobs of {trace_path}",
+              f"compressed {factor:g}x, submitted as {user} from {datetime.fromtimestamp(t0, UTC):%Y-%m-%dT%H:%M:%SZ}",
+              f"(time 0); the real run took {took:.0f} s; times are seconds from time 0 (sacct -X -D)",
+              "the simulator's parameters (below): the lab's slurm.conf's; release_s measured in this run",
+              f"params: {json.dumps(params._asdict())}"]
+    record = record_text(real, header)
+    return _finish(jobs, real, policy_path, out_dir, record, f"real run: {took:.0f} s, Slurm {version}\n", params)
+
+
+def replay_from(policy_path: str, trace_path: str, out_dir: str, factor: float, record_path: str,
+                fmt: str | None = None) -> str:
+    jobs = routed(policy_path, trace_path, factor, fmt)
+    real, params = read_record(record_path)
+    if params is None:
+        raise SlurmGpuError(f"{record_path}: no '# params: ' line (the lab's scheduler parameters)")
+    return _finish(jobs, real, policy_path, out_dir, None, "", params)
+
+
+def _finish(jobs: list[Replayed], real: list[RealJob], policy_path: str, out_dir: str, record: str | None,
+            head: str, params: Params) -> str:
+    from slurm_gpu.sim.run_files import _write
+
+    if record is not None:  # first: the real run is not lost if the comparison fails
+        _write(Path(out_dir), {"lab-replay.csv": record})
+    cmp, rows = compare_with(jobs, real, policy_path, params)
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(("trace_job_id", "submit", "real_start", "sim_start", "partition"))
+    for row in rows:
+        w.writerow("" if v is None else v for v in row)
+    files = {"replay-compare.csv": out.getvalue(), "replay-summary.txt": head + report(cmp)}
+    _write(Path(out_dir), files)
+    return head + report(cmp)

@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
+"""gpusub: a batch script submitted as sbatch would, classified, typed and placed (docs/gpusub.md).
+
+Owns: the submission flow (``gpusub``: prepare, render, submit, explain, dry-run, JSON), following a job
+to its end (``follow``), the usage text (``usage``) and the templates' lookup and caches (``templates``,
+``fast_templates``, ``template_cache``, ``private_files``).
+May import: the core (slurm, policy, placement, render, sharing, checkpoint, topology) and ``adapters``.
+Never ``cli``, ``node`` or ``lab``.
+"""

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The controller-side hook's decision table (pure): hand-written job facts, markers and policy.
+
+The job records are shaped as measured on Slurm 22.05.8 inside a real EpilogSlurmctld (docs/checkpointing.md,
+"The controller-side hook"): JobState=COMPLETING whatever the end, the end in Reason/PreemptTime, and Restarts
+one above SLURM_JOB_RESTART_COUNT when Slurm or the job requeued it already.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm_gpu.checkpoint.markers import Marker
+from slurm_gpu.node.requeue import MISSING, CkptView, JobFacts, PolicyFacts, cause_of, decide, facts_from
+
+START = 1_800_000_000.0
+POLICY = PolicyFacts(max_requeues=3, checkpoint_partitions=frozenset({"spot"}))
+
+
+def job(**kw: object) -> JobFacts:
+    base: dict[str, object] = dict(job_id=42, uid=1001, env_restarts=0, partition="spot", work_dir="/w/u",
+                                   state="COMPLETING", reason="None", restarts=0, preempted=True, start_s=START)
+    base.update(kw)
+    return JobFacts(**base)  # type: ignore[arg-type]
+
+
+def marker(step: int, t: float, rank: int = 0, world: int = 1, restart: int = 0, job_id: str | None = "42") -> Marker:
+    return Marker(step=step, path=f"/ck/{step}", rank=rank, world_size=world, time=t, job_id=job_id,
+                  restart_count=restart)
+
+
+FRESH = CkptView(exists=True, markers=(marker(5, START + 60),))
+
+
+@pytest.mark.parametrize("facts, cause", [
+    (job(), "preemption"),
+    (job(preempted=False, reason="NodeDown"), "node-failure"),
+    (job(preempted=False, reason="TimeLimit"), "time-limit"),
+    (job(state="PREEMPTED", preempted=False), "preemption"),  # a release that shows the base state
+    (job(state="NODE_FAIL", preempted=False), "node-failure"),
+    (job(state="TIMEOUT", preempted=False), "time-limit"),
+    (job(preempted=False, reason="None"), None),  # cancelled or completed
+    (job(preempted=False, reason="NonZeroExitCode"), None),  # the payload failed
+    (job(state="CANCELLED", preempted=False), None),
+    (job(restarts=1), None),  # requeued already (Slurm's REQUEUE preemption, --requeue node failure, itself)
+    (job(state="PENDING"), None),
+    (job(state="REQUEUED"), None),
+    (job(env_restarts=None), None),  # cannot tell
+    (job(state="", restarts=None), None),  # no record
+])
+def test_cause(facts: JobFacts, cause: str | None) -> None:
+    assert cause_of(facts)[0] == cause
+
+
+def test_node_failure_fresh_marker_below_max_requeues() -> None:
+    d = decide(job(preempted=False, reason="NodeDown", env_restarts=1, restarts=1), POLICY, FRESH)
+    assert (d.action, d.cause, d.restarts) == ("requeue", "node-failure", 1)
+    assert d.step is not None and d.step.step == 5
+    assert "restart 2 of at most 3" in d.reason and "/ck/5" in d.reason
+
+
+def test_no_marker_leaves_with_reason() -> None:
+    d = decide(job(), POLICY, CkptView(exists=True))
+    assert d.action == "leave" and "no complete checkpoint marker" in d.reason
+
+
+def test_stale_marker_older_than_the_run_leaves() -> None:
+    d = decide(job(), POLICY, CkptView(exists=True, markers=(marker(7, START - 1),)))
+    assert d.action == "leave" and "older than this run's start" in d.reason and "step 7" in d.reason
+
+
+def test_unknown_start_time_is_not_fresh() -> None:
+    assert decide(job(start_s=None), POLICY, FRESH).action == "leave"
+
+
+@pytest.mark.parametrize("env_restarts, marked, action", [(2, 0, "requeue"), (3, 0, "leave"), (0, 3, "leave"),
+                                                          (5, 0, "leave")])
+def test_restarts_at_max_leave(env_restarts: int, marked: int, action: str) -> None:
+    view = CkptView(exists=True, markers=(marker(5, START + 60, restart=marked),))
+    d = decide(job(env_restarts=env_restarts, restarts=env_restarts), POLICY, view)
+    assert d.action == action
+    if action == "leave":
+        assert "max_requeues=3" in d.reason
+
+
+def test_requeued_already_does_nothing() -> None:
+    d = decide(job(restarts=1), POLICY, FRESH)
+    assert d.action == "none" and "requeued already" in d.reason
+
+
+def test_non_checkpoint_job_does_nothing() -> None:
+    d = decide(job(partition="batch"), POLICY, CkptView(problem=MISSING))
+    assert d.action == "none" and d.cause == "preemption"
+
+
+def test_checkpoint_partition_without_directory_leaves() -> None:
+    d = decide(job(), POLICY, CkptView(problem=MISSING))
+    assert d.action == "leave" and "no checkpoint directory" in d.reason and "/w/u/.gpusub-ckpt/42" in d.reason
+
+
+def test_protocol_job_in_any_partition_is_requeued() -> None:  # gpusub --checkpoint outside the spot class
+    assert decide(job(partition="batch"), POLICY, FRESH).action == "requeue"
+
+
+def test_hostile_directory_leaves_even_outside_checkpoint_partitions() -> None:
+    d = decide(job(partition="batch"), POLICY, CkptView(problem="/w/u/.gpusub-ckpt is a symlink"))
+    assert d.action == "leave" and "symlink" in d.reason
+
+
+def test_no_policy_leaves() -> None:
+    d = decide(job(), None, FRESH)
+    assert d.action == "leave" and "no site policy" in d.reason
+
+
+def test_no_requeue_flag_leaves() -> None:
+    d = decide(job(requeue=False), POLICY, FRESH)
+    assert d.action == "leave" and "--no-requeue" in d.reason
+
+
+def test_incomplete_step_does_not_count() -> None:
+    view = CkptView(exists=True, markers=(marker(9, START + 90, rank=0, world=2), marker(8, START + 80)))
+    d = decide(job(), POLICY, view)
+    assert d.action == "requeue" and d.step is not None and d.step.step == 8
+
+
+def test_markers_of_another_job_do_not_count() -> None:
+    view = CkptView(exists=True, markers=(marker(9, START + 90, job_id="41"),))
+    assert decide(job(), POLICY, view).action == "leave"
+
+
+def test_facts_from_the_measured_environment_and_record() -> None:
+    env = {"SLURM_JOB_ID": "14", "SLURM_JOB_UID": "1001", "SLURM_JOB_RESTART_COUNT": "0",
+           "SLURM_JOB_PARTITION": "spot", "SLURM_JOB_WORK_DIR": "/tmp/w", "SLURM_SCRIPT_CONTEXT": "epilog_slurmctld"}
+    record = {"JobId": "14", "JobState": "COMPLETING", "Reason": "None", "Requeue": "1", "Restarts": "0",
+              "BatchFlag": "1", "PreemptTime": "2026-12-01T01:18:18", "StartTime": "2026-12-01T01:17:43"}
+    f = facts_from(env, record, START)
+    assert f is not None
+    assert (f.job_id, f.uid, f.partition, f.preempted, f.ckpt_dir) == (14, 1001, "spot", True, "/tmp/w/.gpusub-ckpt/14")
+    assert cause_of(f)[0] == "preemption"
+
+
+@pytest.mark.parametrize("env", [{}, {"SLURM_JOB_ID": "x", "SLURM_JOB_UID": "1"}, {"SLURM_JOB_ID": "1"},
+                                 {"SLURM_JOB_ID": "9" * 40, "SLURM_JOB_UID": "1"}])
+def test_facts_from_garbage_environment_is_none(env: dict[str, str]) -> None:
+    assert facts_from(env, {}, None) is None
+
+
+def test_record_of_another_job_is_ignored() -> None:
+    env = {"SLURM_JOB_ID": "14", "SLURM_JOB_UID": "1001", "SLURM_JOB_RESTART_COUNT": "0"}
+    f = facts_from(env, {"JobId": "15", "JobState": "COMPLETING", "Restarts": "0", "PreemptTime": "x"}, START)
+    assert f is not None and f.state == "" and cause_of(f)[0] is None
+
+
+def test_relative_work_dir_has_no_checkpoint_dir() -> None:
+    assert job(work_dir="rel/dir").ckpt_dir is None
+
+
+def test_lab_writes_epilog_slurmctld_only_when_given() -> None:
+    from slurm_gpu.lab.config import _hook_lines
+    from slurm_gpu.lab.spec import LabHooks
+
+    assert _hook_lines(LabHooks(epilog_slurmctld="/h/epilog-ctld"), "/x") == ["EpilogSlurmctld=/h/epilog-ctld"]
+    assert not any(line.startswith("EpilogSlurmctld") for line in _hook_lines(LabHooks(prolog="/p"), "/x"))
