@@ -34,9 +34,9 @@ def _read(argv: list[str], ok_fail: str | None = None) -> str | None:
 
 def _policy(path_opt: str | None):  # -> Policy | None
     from slurm_gpu.policy import load_policy
-    from slurm_gpu.submit.gpusub import policy_path
+    from slurm_gpu.policy.reader import policy_path
 
-    path = policy_path({"policy": path_opt}, os.environ)
+    path = policy_path(path_opt, os.environ)
     return None if path is None else load_policy(path)
 
 

@@ -33,9 +33,9 @@ def sacct_text(argv: list[str], env: Mapping[str, str] | None = None, timeout_s:
 def load_optional_policy(path_opt: str | None, env: Mapping[str, str] | None = None) -> Any:
     """--policy, $GPUSUB_POLICY or /etc/slurm-gpu/policy.yaml; None when none applies."""
     from slurm_gpu.policy import load_policy
-    from slurm_gpu.submit.gpusub import policy_path
+    from slurm_gpu.policy.reader import policy_path
 
-    path = policy_path({"policy": path_opt}, os.environ if env is None else env)
+    path = policy_path(path_opt, os.environ if env is None else env)
     return None if path is None else load_policy(path)
 
 

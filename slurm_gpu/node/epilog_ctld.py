@@ -216,7 +216,7 @@ def handle(env: Mapping[str, str], policy_path: str, say: Say, dry_run: bool = F
 
 
 def policy_path_from(env: Mapping[str, str], given: str | None) -> str:
-    from slurm_gpu.submit.gpusub import DEFAULT_POLICY_PATH
+    from slurm_gpu.policy.reader import DEFAULT_POLICY_PATH
 
     return given or env.get(ENV_POLICY) or DEFAULT_POLICY_PATH
 

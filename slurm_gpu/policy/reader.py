@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
+
+from slurm_gpu.errors import UsageError
 
 MAX_BYTES = 1024 * 1024  # a policy with every site's classes is a few tens of KB
 _KINDS = ((stat.S_ISDIR, "is a directory"), (stat.S_ISFIFO, "is a FIFO, not a regular file"),
@@ -72,3 +75,22 @@ def read_policy_text(path: str, limit: int = MAX_BYTES) -> str:
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise ReadError(f"byte 0x{data[exc.start]:02x} at byte offset {exc.start} that is not UTF-8",
                         (line, col)) from None
+
+
+DEFAULT_POLICY_PATH = "/etc/slurm-gpu/policy.yaml"
+
+
+def policy_path(explicit: str | None, env: Mapping[str, str]) -> str | None:
+    """The policy a command uses: ``explicit`` (its --policy), then $GPUSUB_POLICY, then
+    /etc/slurm-gpu/policy.yaml; None when no policy applies. A named file that does not exist is a
+    usage error (one line)."""
+    if explicit:
+        if not os.path.lexists(explicit):
+            raise UsageError(f"--policy {explicit}: no such file (give a site policy YAML file)")
+        return explicit  # a directory, FIFO or device: the policy reader says which, in one line
+    from_env = env.get("GPUSUB_POLICY")
+    if from_env:
+        if not os.path.lexists(from_env):
+            raise UsageError(f"GPUSUB_POLICY={from_env}: no such file (unset it or point it at a policy YAML file)")
+        return from_env
+    return DEFAULT_POLICY_PATH if os.path.isfile(DEFAULT_POLICY_PATH) else None

@@ -12,7 +12,7 @@ the policy's ``signal_lead_time``), replacing the ``--signal=B:USR1@lead`` the c
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from slurm_gpu.checkpoint.contract import (
@@ -24,6 +24,7 @@ from slurm_gpu.checkpoint.contract import (
 )
 from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
+from slurm_gpu.slurm.sbatch.table import GpusubOptions
 
 DEFAULT_LEAD_S = 120  # the policy's defaults.signal_lead_time
 DEFAULT_MAX_REQUEUES = 3  # the policy's defaults.max_requeues
@@ -53,7 +54,7 @@ def _grace(text: Any) -> int:
         raise UsageError(f"--ckpt-grace: {exc}") from None
 
 
-def settings_for(gpusub_opts: Mapping[str, Any], policy: Any, decision: Any, python: str = "",
+def settings_for(gpusub_opts: GpusubOptions, policy: Any, decision: Any, python: str = "",
                  library: str = "") -> CheckpointSettings | None:
     """The protocol's settings for a submission, or None when it is off: on with ``--checkpoint`` or
     when the decision's class has ``checkpoint_required``. ``--ckpt-signal``/``--ckpt-grace`` override the
@@ -62,20 +63,20 @@ def settings_for(gpusub_opts: Mapping[str, Any], policy: Any, decision: Any, pyt
     if policy is not None and getattr(decision, "job_class", None):
         job_class = next((c for c in getattr(policy, "classes", ()) if c.name == decision.job_class), None)
     required = bool(getattr(job_class, "checkpoint_required", False))
-    asked = bool(gpusub_opts.get("checkpoint"))
+    asked = bool(gpusub_opts.checkpoint)
     if not (asked or required):
         for name in ("ckpt_signal", "ckpt_grace"):
-            if gpusub_opts.get(name) is not None:
+            if getattr(gpusub_opts, name) is not None:
                 raise UsageError(f"--{name.replace('_', '-')} needs --checkpoint (or a job class with "
                                  "checkpoint_required)")
         return None
     d = getattr(policy, "defaults", None)
     try:
-        sig = signal_name(gpusub_opts.get("ckpt_signal") or getattr(d, "ckpt_signal", None))
+        sig = signal_name(gpusub_opts.ckpt_signal or getattr(d, "ckpt_signal", None))
     except ContractError:
-        raise UsageError(f"--ckpt-signal {str(gpusub_opts.get('ckpt_signal'))[:40]!r}: accepted: USR1, USR2, "
+        raise UsageError(f"--ckpt-signal {str(gpusub_opts.ckpt_signal)[:40]!r}: accepted: USR1, USR2, "
                          "TERM, INT, HUP (with or without SIG)") from None
-    grace = (_grace(gpusub_opts["ckpt_grace"]) if gpusub_opts.get("ckpt_grace") is not None
+    grace = (_grace(gpusub_opts.ckpt_grace) if gpusub_opts.ckpt_grace is not None
              else int(getattr(d, "ckpt_grace_s", DEFAULT_GRACE_S)))
     why = "gpusub --checkpoint" if asked else f"class {job_class.name if job_class else '?'}: checkpoint_required"
     return CheckpointSettings(signal=sig, grace_s=grace, lead_s=int(getattr(d, "signal_lead_time_s", DEFAULT_LEAD_S)),

@@ -221,7 +221,7 @@ def _task_shim(plan: Any, sub: Any) -> str:
     prelude = getattr(plan, "task_prelude", "") or ""
     if prelude:
         return prelude.rstrip("\n") + '\nexec "$@"'
-    isolation = getattr(plan, "isolation", None) or sub.gpusub.get("gpu_isolation")
+    isolation = getattr(plan, "isolation", None) or sub.gpusub.gpu_isolation
     if isolation == "shared":
         return SHIM.replace("@GPUS_PER_TASK@", str(int(getattr(plan, "gpus_per_task", None) or 1)))
     return ""
@@ -393,7 +393,7 @@ def render_script(
     if any(a == ":" for a in argv):
         raise RenderError("a heterogeneous job's option with a line break (or a client option) in a later "
                           "component cannot be carried; give it in the script")
-    launch = getattr(plan, "launch", None) or sub.gpusub.get("launch") or "batch"
+    launch = getattr(plan, "launch", None) or sub.gpusub.launch or "batch"
     if launch not in ("batch", "per-gpu"):
         raise RenderError(f"launch {launch!r}: accepted: batch, per-gpu")
     env = list(getattr(plan, "env", ()) or ())
@@ -416,7 +416,7 @@ def render_script(
             "qos": comment_text(getattr(decision, "qos", None) or "-"),
             "gres": comment_text(getattr(decision, "gres", None) or "-"),
         },
-        "isolation": comment_text(getattr(plan, "isolation", None) or sub.gpusub.get("gpu_isolation") or "-"),
+        "isolation": comment_text(getattr(plan, "isolation", None) or sub.gpusub.gpu_isolation or "-"),
         "directives": directives,
         "env": env,
         "srun_exports": srun_exports,

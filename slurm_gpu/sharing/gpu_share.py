@@ -23,6 +23,7 @@ from typing import Any
 
 from slurm_gpu.errors import Rejected, UsageError
 from slurm_gpu.sharing import token as token
+from slurm_gpu.slurm.sbatch.table import GpusubOptions
 
 EXCLUSIVE = "--mig and --mps exclude each other: the job's GPUs get a MIG layout or an MPS share"
 NO_POLICY = ("--mig/--mps need a site policy (--policy, $GPUSUB_POLICY or /etc/slurm-gpu/policy.yaml) to check "
@@ -31,9 +32,9 @@ NOT_HETJOB = "--mig/--mps: not for heterogeneous jobs (give the token to one com
 NOT_FRACTION = "--mig/--mps go with whole GPUs (--gpus=TYPE:N), not with --gpu-fraction"
 
 
-def requested(gpusub_opts: dict[str, Any]) -> token.JobRequest | None:
+def requested(gpusub_opts: GpusubOptions) -> token.JobRequest | None:
     """The request of ``--mig``/``--mps`` (values already checked by the parser), or None."""
-    mig, mps = gpusub_opts.get("mig"), gpusub_opts.get("mps")
+    mig, mps = gpusub_opts.mig, gpusub_opts.mps
     if mig is None and mps is None:
         return None
     if mig is not None and mps is not None:
@@ -76,7 +77,7 @@ def with_sharing(sub: Any, policy: Any) -> Any:
         raise UsageError(NO_POLICY)
     if getattr(sub, "is_hetjob", False):
         raise UsageError(NOT_HETJOB)
-    if sub.gpusub.get("gpu_fraction"):
+    if sub.gpusub.gpu_fraction:
         raise UsageError(NOT_FRACTION)
     from dataclasses import replace
 

@@ -16,6 +16,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from slurm_gpu.errors import PolicyError, Rejected, SubmitError, TopologyError, UsageError, exit_code_for
 from slurm_gpu.plain import NamedTuple
+from slurm_gpu.policy.reader import policy_path
+from slurm_gpu.slurm.sbatch.table import GpusubOptions
 
 if TYPE_CHECKING:  # the types only: nothing is imported at run time for them
     from slurm_gpu.placement.plan import BindingPlan
@@ -25,7 +27,6 @@ if TYPE_CHECKING:  # the types only: nothing is imported at run time for them
     from slurm_gpu.slurm.release import SlurmSpelling
     from slurm_gpu.slurm.sbatch.parse import Submission
 
-DEFAULT_POLICY_PATH = "/etc/slurm-gpu/policy.yaml"
 
 
 class InfoRequested(Exception):
@@ -47,21 +48,6 @@ class Prepared(NamedTuple):
 
 
 # ---- inputs ----------------------------------------------------------------------------------
-
-def policy_path(gpusub_opts: Mapping[str, Any], env: Mapping[str, str]) -> str | None:
-    """--policy, then $GPUSUB_POLICY, then /etc/slurm-gpu/policy.yaml; None when no policy applies."""
-    explicit = gpusub_opts.get("policy")
-    if explicit:
-        if not os.path.lexists(explicit):
-            raise UsageError(f"--policy {explicit}: no such file (give a site policy YAML file)")
-        return explicit  # a directory, FIFO or device: the policy reader says which, in one line
-    from_env = env.get("GPUSUB_POLICY")
-    if from_env:
-        if not os.path.lexists(from_env):
-            raise UsageError(f"GPUSUB_POLICY={from_env}: no such file (unset it or point it at a policy YAML file)")
-        return from_env
-    return DEFAULT_POLICY_PATH if os.path.isfile(DEFAULT_POLICY_PATH) else None
-
 
 # sbatch's own limit (SchedulerParameters=max_script_size, default 4 MiB); a bigger script is refused
 # before it is read whole, so /dev/zero or a huge file costs nothing.
@@ -189,7 +175,7 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
         if first.has(name):
             raise InfoRequested(name)
     script_text = None
-    if first.gpusub.get("interactive"):
+    if first.gpusub.interactive:
         sub = _interactive_session(first, argv, env, version=version, spank_options=spank)
     elif first.script_path is not None:
         script_text = read_script(first.script_path)
@@ -203,14 +189,14 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
         sub = parse_submission(argv, env, script_text, version=version, spank_options=spank)
     else:
         sub = first
-    if sub.gpusub.get("mig") is not None or sub.gpusub.get("mps") is not None:  # gpusub --mig / --mps
+    if sub.gpusub.mig is not None or sub.gpusub.mps is not None:  # gpusub --mig / --mps
         sub = _with_sharing(sub, env)
     user, groups = _user_and_groups(env)
     parts = len(sub.components) if getattr(sub, "components", ()) else 1
     requests = [to_job_request(sub, user=user, groups=groups, component=k) for k in range(parts)]
     request = requests[0]
 
-    path = policy_path(sub.gpusub, env)
+    path = policy_path(sub.gpusub.policy, env)
     policy = None
     if path is None:
         decisions = [_no_policy_decision(r) for r in requests]
@@ -237,7 +223,7 @@ def _with_sharing(sub: Any, env: Mapping[str, str]) -> Any:
     """The submission with the --mig/--mps token in its comment (slurm_gpu.sharing.gpu_share)."""
     from slurm_gpu.sharing.gpu_share import with_sharing
 
-    path = policy_path(sub.gpusub, env)
+    path = policy_path(sub.gpusub.policy, env)
     policy = None
     if path is not None:
         from slurm_gpu import policy as policy_mod
@@ -254,7 +240,7 @@ def _interactive_session(first: Any, argv: list[str], env: Mapping[str, str], **
     """``--interactive``: the submission as a salloc/srun session. Only with --explain (nothing can be
     submitted); a trailing command is salloc's/srun's, not a batch script, so it is not read; sbatch's
     ``SBATCH_*`` variables do not apply (salloc and srun read their own, which gpusub does not)."""
-    if not first.gpusub.get("explain"):
+    if not first.gpusub.explain:
         raise UsageError(INTERACTIVE_ONLY_EXPLAIN)
     if first.wrap is not None:
         raise UsageError("--interactive: --wrap is sbatch's; salloc and srun take the command itself")
@@ -266,7 +252,7 @@ def _interactive_session(first: Any, argv: list[str], env: Mapping[str, str], **
 
 
 def _wants_only_info(sub: Any) -> bool:
-    return bool(sub.gpusub.get("explain"))
+    return bool(sub.gpusub.explain)
 
 
 # ---- topology + plan -------------------------------------------------------------------------
@@ -352,7 +338,7 @@ def load_layout(node_type: Any, env: Mapping[str, str]):
     return layout
 
 
-def make_plan(request: Any, decision: Any, policy: Any, spelling: Any, gpusub_opts: Mapping[str, Any],
+def make_plan(request: Any, decision: Any, policy: Any, spelling: Any, gpusub_opts: GpusubOptions,
               given: frozenset[str] = frozenset(), cpu_bind: str | None = None, env: Mapping[str, str] | None = None):
     from slurm_gpu.placement.plan import plan_binding
 
@@ -365,8 +351,8 @@ def make_plan(request: Any, decision: Any, policy: Any, spelling: Any, gpusub_op
     names = part.node_types if part is not None and part.node_types else tuple(nt.name for nt in policy.node_types)
     in_partition = [nt for nt in (policy.node_type(n) for n in names) if nt is not None and nt.gpus > 0]
     partition_layouts = [load_layout(nt, env or {}) for nt in in_partition] or layouts
-    return plan_binding(request, decision, spelling, layouts, launch=gpusub_opts.get("launch"),
-                        isolation=gpusub_opts.get("gpu_isolation") or "shared",
+    return plan_binding(request, decision, spelling, layouts, launch=gpusub_opts.launch,
+                        isolation=gpusub_opts.gpu_isolation or "shared",
                         defaults=getattr(policy, "defaults", None), given=given, cpu_bind=cpu_bind or "cores",
                         partition_layouts=partition_layouts)
 
@@ -572,9 +558,9 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
         out.write(f"gpusub, version {__version__}\n" if str(info) == "version" else HELP_TEXT)
         return 0
     opts = prep.submission.gpusub
-    as_json = bool(opts.get("json"))
+    as_json = bool(opts.json)
 
-    if opts.get("explain"):
+    if opts.explain:
         if as_json:
             out.write(_dumps(explain_payload(prep)) + "\n")
         else:
@@ -590,7 +576,7 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
 
     rendered = render_prepared(prep, env, ckpt)
     options = sbatch_options_of(rendered)
-    if opts.get("dry_run"):
+    if opts.dry_run:
         # exactly the file that would be submitted on stdout; the sbatch command line on stderr
         from shlex import join
 
@@ -608,7 +594,7 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
         raise SubmitError(f"cannot write the job script to a temporary file: {exc.strerror or exc} "
                           "(set TMPDIR to a writable directory)") from None
     try:
-        if opts.get("test_only"):
+        if opts.test_only:
             test = backend.test_only(options, script, [])
             if as_json:
                 out.write(_dumps({"job_id": test.job_id, "start": test.start, "processors": test.processors,
@@ -632,7 +618,7 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
     else:
         out.write(submitted_line(prep.submission, result))
     out.flush()
-    if opts.get("wait"):
+    if opts.wait:
         import gc
 
         from slurm_gpu.submit.follow import follow_job

@@ -20,6 +20,7 @@ from slurm_gpu.render.checkpoint import CheckpointSettings, protocol_options, se
 from slurm_gpu.render.script import Payload, render_script
 from slurm_gpu.slurm.release import spelling_for
 from slurm_gpu.slurm.sbatch.parse import parse_submission
+from slurm_gpu.slurm.sbatch.table import GpusubOptions
 from slurm_gpu.submit.gpusub import checkpoint_settings, checkpoint_warnings, prepare, render_prepared
 from tests.render.test_golden import GOLDEN_DIR, POLICY, UPDATE, NoSlurm
 
@@ -114,8 +115,8 @@ def test_protocol_options_and_user_lead():
     assert protocol_options(s, [("signal", "B:TERM@90")]) == ["--signal=B:USR1@90", "--requeue", "--open-mode=append"]
     assert protocol_options(s, []) == ["--signal=B:USR1@300", "--requeue", "--open-mode=append"]
     assert user_lead([("signal", "USR1")]) is None
-    assert settings_for({}, None, None) is None
-    assert settings_for({"checkpoint": True}, None, None) == CheckpointSettings(why="gpusub --checkpoint")
+    assert settings_for(GpusubOptions(), None, None) is None
+    assert settings_for(GpusubOptions(checkpoint=True), None, None) == CheckpointSettings(why="gpusub --checkpoint")
 
 
 def test_no_requeue_from_the_user_is_overridden(tmp_path):

@@ -21,7 +21,7 @@ from slurm_gpu.slurm.sbatch.parse import (
     sbatch_input_env,
     to_argv,
 )
-from slurm_gpu.slurm.sbatch.table import BY_ENV, BY_NAME, BY_SHORT, GPUSUB_OPTIONS, SBATCH_OPTIONS
+from slurm_gpu.slurm.sbatch.table import BY_ENV, BY_NAME, BY_SHORT, GPUSUB_OPTIONS, SBATCH_OPTIONS, GpusubOptions
 from slurm_gpu.slurm.sbatch.to_request import to_job_request
 
 
@@ -202,9 +202,9 @@ def test_gpusub_options_on_command_line_only():
     s = P(["--dry-run", "--json", "--explain", "--policy", "p.yaml", "--class=train", "--gpu-isolation", "shared",
            "--launch=batch", "--model-params", "7B", "--precision=bf16", "--optimizer", "adam", "x.sh"])
     assert s.options == ()
-    assert s.gpusub == {"dry_run": True, "json": True, "explain": True, "policy": "p.yaml", "class": "train",
-                        "gpu_isolation": "shared", "launch": "batch", "model_params": "7B",
-                        "precision": "bf16", "optimizer": "adam"}
+    assert s.gpusub == GpusubOptions(dry_run=True, json=True, explain=True, policy="p.yaml", job_class="train",
+                                     gpu_isolation="shared", launch="batch", model_params="7B",
+                                     precision="bf16", optimizer="adam")
     with pytest.raises(OptionError, match=r"--launch: bad value 'mpi'; accepted: batch, per-gpu"):
         P(["--launch=mpi", "x"])
     with pytest.raises(OptionError, match="--model-params"):
@@ -217,7 +217,17 @@ def test_gpusub_options_on_command_line_only():
 def test_test_only_passes_through_and_wait_is_ours():
     s = P(["--test-only", "--wait", "x"])
     assert s.has("test-only") and not s.has("wait")
-    assert s.gpusub == {"test_only": True, "wait": True}
+    assert s.gpusub == GpusubOptions(test_only=True, wait=True)
+
+
+def test_gpusub_options_record_has_a_field_per_option():
+    """One declaration per option: the table names each option's field, the record has exactly those."""
+    import dataclasses
+
+    assert [f.name for f in dataclasses.fields(GpusubOptions)] == [o.key for o in GPUSUB_OPTIONS]
+    for o in GPUSUB_OPTIONS:
+        default = getattr(GpusubOptions(), o.key)
+        assert default is (None if o.takes_value else False), o
 
 
 # --- #SBATCH lines ----------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from slurm_gpu.slurm.sbatch.table import (
     EXCLUSIVE_CONFLICT_SINCE,
     MEMORY_GROUP,
     SAME_FIELD,
+    GpusubOptions,
     SbatchOption,
 )
 from slurm_gpu.slurm.sbatch.to_request import check_gpu_options
@@ -57,7 +58,7 @@ class Submission(Record):
     """
 
     options: Options
-    gpusub: dict[str, Any] = field(default_factory=dict)
+    gpusub: GpusubOptions = GpusubOptions()
     script_path: str | None = None
     script_args: tuple[str, ...] = ()
     wrap: str | None = None
@@ -152,7 +153,7 @@ def parse_submission(
         except ValueError as exc:
             raise OptionError(f"{f'component {n}: ' if count > 1 else ''}{exc}") from None
     options, origin = comps[0]
-    return Submission(options, gpusub, script_path, script_args, wrap, origin,
+    return Submission(options, GpusubOptions(**gpusub), script_path, script_args, wrap, origin,
                       components=tuple(c[0] for c in comps),
                       script_from_stdin=script_path is None and wrap is None)
 

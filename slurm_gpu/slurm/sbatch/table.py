@@ -17,6 +17,7 @@ Read from sbatch(1) (doc/man/man1/sbatch.1) and cross-checked with sbatch's geto
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from slurm_gpu.plain import NamedTuple
@@ -275,7 +276,7 @@ class GpusubOption(NamedTuple):
     """One of gpusub's own options (command line only)."""
 
     name: str
-    key: str  # the key in Submission.gpusub
+    key: str  # the field of GpusubOptions (Submission.gpusub)
     takes_value: bool
     choices: tuple[str, ...] = ()
     passthrough: bool = False  # also an sbatch option: it stays in the sbatch options
@@ -289,7 +290,7 @@ GPUSUB_OPTIONS: tuple[GpusubOption, ...] = (
     GpusubOption("test-only", "test_only", False, passthrough=True, help="sbatch --test-only"),
     GpusubOption("wait", "wait", False, help="follow the job to its end; exit with its exit code"),
     GpusubOption("policy", "policy", True, help="site policy file"),
-    GpusubOption("class", "class", True, help="job class from the policy"),
+    GpusubOption("class", "job_class", True, help="job class from the policy"),
     GpusubOption("interactive", "interactive", False,
                  help="classify as an interactive session, as salloc or srun would be (with --explain only)"),
     GpusubOption("gpu-isolation", "gpu_isolation", True, ("strict", "shared")),
@@ -307,6 +308,34 @@ GPUSUB_OPTIONS: tuple[GpusubOption, ...] = (
     GpusubOption("ckpt-grace", "ckpt_grace", True, help="time the payload has to save after the stop signal"),
 )
 GPUSUB_BY_NAME: dict[str, GpusubOption] = {o.name: o for o in GPUSUB_OPTIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class GpusubOptions:
+    """gpusub's own options as the user gave them (``Submission.gpusub``): one field per
+    ``GPUSUB_OPTIONS`` key (a test keeps the two the same). Flags are bools; values stay the user's text,
+    already checked by the parser (``--mig``/``--mps``/``--gpu-fraction``/``--model-params`` forms,
+    choices)."""
+
+    explain: bool = False
+    json: bool = False
+    dry_run: bool = False
+    test_only: bool = False
+    wait: bool = False
+    policy: str | None = None
+    job_class: str | None = None
+    interactive: bool = False
+    gpu_isolation: str | None = None
+    launch: str | None = None
+    gpu_fraction: str | None = None
+    mig: str | None = None
+    mps: str | None = None
+    model_params: str | None = None
+    precision: str | None = None
+    optimizer: str | None = None
+    checkpoint: bool = False
+    ckpt_signal: str | None = None
+    ckpt_grace: str | None = None
 
 
 # --- SPANK plugin options ---------------------------------------------------------------------------

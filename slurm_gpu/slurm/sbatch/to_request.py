@@ -127,8 +127,8 @@ def to_job_request(sub: Any, user: str | None = None, groups: Iterable[str] = ()
         value = get(name)
         return None if value is None else units.parse_mem_mb(value)
 
-    params = sub.gpusub.get("model_params")
-    fraction = sub.gpusub.get("gpu_fraction")
+    params = sub.gpusub.model_params
+    fraction = sub.gpusub.gpu_fraction
     return JobRequest(
         gpus=_total(forms.per_job),
         gpus_per_node=_total(forms.per_node),
@@ -151,15 +151,15 @@ def to_job_request(sub: Any, user: str | None = None, groups: Iterable[str] = ()
         qos=get("qos"),
         account=get("account"),
         constraint=get("constraint"),
-        job_class=sub.gpusub.get("class"),
+        job_class=sub.gpusub.job_class,
         user=user,
         groups=tuple(groups),
         array=get("array"),
-        interactive=bool(sub.gpusub.get("interactive")),  # gpusub --interactive: a salloc/srun session
+        interactive=bool(sub.gpusub.interactive),  # gpusub --interactive: a salloc/srun session
         job_name=get("job-name") or ("wrap" if sub.wrap is not None else None),
         model_params=units.parse_param_count(params) if params else None,
-        precision=sub.gpusub.get("precision"),
-        optimizer=sub.gpusub.get("optimizer"),
+        precision=sub.gpusub.precision,
+        optimizer=sub.gpusub.optimizer,
         gpu_types=types,
         gpus_by_type=forms.per_job,
         gpus_per_node_by_type=forms.per_node,
