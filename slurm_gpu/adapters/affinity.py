@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 from slurm_gpu.cpulist import parse_cpulist
 
@@ -73,7 +74,7 @@ def set_affinity(cpus: Collection[int], all_threads: bool = False) -> None:
             continue  # the thread ended
 
 
-def _libc():
+def _libc() -> Any:
     import ctypes
 
     return ctypes, ctypes.CDLL(None, use_errno=True)

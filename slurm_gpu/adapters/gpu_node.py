@@ -61,7 +61,8 @@ def bounded(fn: Callable[[], T], timeout_s: float, what: str) -> T:
         raise Unavailable(f"{what} did not answer within {timeout_s:g} s")
     if "error" in box:
         raise box["error"]
-    return box["value"]
+    value: T = box["value"]
+    return value
 
 
 def run_tool(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None,

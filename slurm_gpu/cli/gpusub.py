@@ -13,9 +13,13 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from slurm_gpu import __version__
 from slurm_gpu.submit.usage import HELP_TEXT  # one text for click and the submit path
+
+if TYPE_CHECKING:
+    import click
 
 HELP_WORDS = ("--help", "-h", "--usage")
 VERSION_WORDS = ("--version", "-V")
@@ -67,7 +71,7 @@ def _silence_stdout() -> None:
         pass
 
 
-def _click_command():
+def _click_command() -> click.Command:
     import click
 
     class _Command(click.Command):
@@ -94,7 +98,7 @@ def _click_command():
     return gpusub
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> click.Command:
     # ``from slurm_gpu.cli.gpusub import gpusub`` builds the click command on demand.
     if name == "gpusub":
         return _click_command()

@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
 from slurm_gpu.errors import SlurmGpuError
+
+if TYPE_CHECKING:
+    from slurm_gpu.lab.control import Lab
 
 _lab_dir = click.option(
     "--lab-dir",
@@ -18,7 +22,7 @@ _lab_dir = click.option(
 )
 
 
-def _lab(lab_dir: str):
+def _lab(lab_dir: str) -> Lab:
     from slurm_gpu.lab.config import LabPaths
     from slurm_gpu.lab.control import Lab
 

@@ -33,7 +33,8 @@ class LazyGroup(click.Group):
         if cmd_name not in SUBCOMMANDS:
             return None
         module_name, _, attr = SUBCOMMANDS[cmd_name][0].partition(":")
-        return getattr(importlib.import_module(module_name), attr)
+        command: click.Command = getattr(importlib.import_module(module_name), attr)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Short help without importing every verb.

@@ -12,10 +12,15 @@ from __future__ import annotations
 import json
 import os
 import re
+from typing import TYPE_CHECKING
 
 import click
 
 from slurm_gpu.errors import SlurmGpuError, UsageError
+
+if TYPE_CHECKING:
+    from slurm_gpu.cluster.why import Why
+    from slurm_gpu.policy.model import Policy
 
 _JOB_ID = re.compile(r"^\d{1,10}(_\d{1,10})?$")
 
@@ -32,7 +37,7 @@ def _read(argv: list[str], ok_fail: str | None = None) -> str | None:
     return proc.stdout
 
 
-def _policy(path_opt: str | None):  # -> Policy | None
+def _policy(path_opt: str | None) -> Policy | None:
     from slurm_gpu.policy import load_policy
     from slurm_gpu.policy.reader import policy_path
 
@@ -40,7 +45,7 @@ def _policy(path_opt: str | None):  # -> Policy | None
     return None if path is None else load_policy(path)
 
 
-def gather_and_explain(job_id: str, policy_opt: str | None):  # -> Why | None
+def gather_and_explain(job_id: str, policy_opt: str | None) -> Why | None:
     from slurm_gpu.adapters.slurm import SbatchCli
     from slurm_gpu.cluster import why as w
 
@@ -63,7 +68,7 @@ def gather_and_explain(job_id: str, policy_opt: str | None):  # -> Why | None
     return w.explain(job, jobs=jobs, nodes=nodes, partitions=parts, qos=qos, policy=policy)
 
 
-def with_estimates(answer):  # Why -> Why
+def with_estimates(answer: Why) -> Why:
     """Each alternative with Slurm's own verdict: ``sbatch --test-only`` of the job's partition, QOS and
     time with the alternative's GPUs (the site's job_submit plugin sees it too); nothing is queued."""
     import tempfile

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.lab import clients, procs
@@ -133,7 +134,7 @@ class Lab(LabDaemons):
         return all(states.get(n, "").rstrip("~") in clients.GOOD_NODE_STATES for n in nodes)
 
     @contextlib.contextmanager
-    def _locked(self, timeout_s: float = 600):
+    def _locked(self, timeout_s: float = 600) -> Iterator[None]:
         """One `up`/`down` at a time per lab dir (the lock file sits beside the dir, which `down` deletes)."""
         lock_path = self.paths.lab_dir.rstrip("/") + ".lock"
         os.makedirs(os.path.dirname(lock_path) or ".", exist_ok=True)
@@ -174,7 +175,7 @@ class Lab(LabDaemons):
                                 f"(mode {stat.S_IMODE(st.st_mode):o}): refusing to use it; remove it or set "
                                 "SLURM_GPU_LAB_DIR")
 
-    def up(self, *args, **kwargs) -> float:
+    def up(self, *args: Any, **kwargs: Any) -> float:
         """Bring the lab up (or keep a healthy one with the same config); returns seconds to ready."""
         if os.geteuid() != 0:
             raise SlurmGpuError("slurm-gpu lab up must run as root (it starts daemons and creates /dev/nvidia*)")

@@ -10,7 +10,7 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -296,7 +296,7 @@ class LabDaemons:
             raise SlurmGpuError(f"{name} died: {tail or 'no output'} (logs in {self.paths.log_dir})")
 
 
-def poll(timeout_s: float, first_s: float = 0.05, max_s: float = 0.5):
+def poll(timeout_s: float, first_s: float = 0.05, max_s: float = 0.5) -> Iterator[None]:
     """Yield until ``timeout_s`` passes, sleeping with a growing interval between yields."""
     deadline = time.monotonic() + timeout_s
     delay = first_s

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 
 CORE_PACKAGES = ("munge", "slurmctld", "slurmd", "slurm-client", "slurm-wlm-basic-plugins")
 # slurmdbd pulls its MySQL plugin; mariadb-server pulls the `mariadb` client (Debian 12 and 13)
@@ -33,7 +34,7 @@ def missing_packages(packages: tuple[str, ...] = PACKAGES) -> list[str]:
     return missing
 
 
-def ensure_packages(log_path: str, say=print) -> float:
+def ensure_packages(log_path: str, say: Callable[[str], None] = print) -> float:
     """apt-get install what is missing; returns seconds spent (0.0 when nothing was missing)."""
     missing = missing_packages()
     if not missing:

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -103,7 +104,7 @@ def stop_pid(pid: int, term_wait_s: float = 15.0) -> bool:
     return True
 
 
-def stop_pidfile(path: str, want_comm: str, say=print) -> None:
+def stop_pidfile(path: str, want_comm: str, say: Callable[[str], object] = print) -> None:
     """Stop the process recorded in ``path`` if it is still ours; always remove the pidfile."""
     if not os.path.exists(path):
         return

@@ -34,7 +34,9 @@ DEFAULT_SOCKET = "/run/slurm-gpu/agent.sock"
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the client runs for every job)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    import socket
+    from collections.abc import Callable, Mapping
+    from typing import NoReturn
 
 
 def encode(phase: str, env: Mapping[str, str]) -> bytes:
@@ -124,7 +126,7 @@ def preload() -> list[str]:
     return problems
 
 
-def listen(path: str):  # -> socket.socket
+def listen(path: str) -> socket.socket:
     """The listening socket at ``path``: its directory root's and not writable by others (created 0755
     if missing: /run/slurm-gpu also holds the task directory the job's user reads), a stale socket of
     root's replaced, never anything else; the socket 0600 (only root can connect)."""
@@ -157,15 +159,16 @@ def listen(path: str):  # -> socket.socket
     return sock
 
 
-def _peer_uid(conn) -> int:
+def _peer_uid(conn: socket.socket) -> int:
     import socket
     import struct
 
     raw = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", raw)[1]
+    uid: int = struct.unpack("3i", raw)[1]
+    return uid
 
 
-def _read(conn, n: int) -> bytes:
+def _read(conn: socket.socket, n: int) -> bytes:
     """Exactly ``n`` bytes (fewer only at the end of the stream)."""
     chunks, got = [], 0
     while got < n:
@@ -177,7 +180,7 @@ def _read(conn, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def _child(conn, listener) -> None:
+def _child(conn: socket.socket, listener: socket.socket) -> NoReturn:
     """In the forked child: read the request, become the entry point, answer. Never returns."""
     import socket
 
@@ -224,7 +227,7 @@ def _child(conn, listener) -> None:
     os._exit(0)
 
 
-def serve(path: str, say=None) -> int:
+def serve(path: str, say: Callable[[str], None] | None = None) -> int:
     """Accept requests until SIGTERM/SIGINT; one forked child per request. Returns the exit status."""
     import signal
     import time

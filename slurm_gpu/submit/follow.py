@@ -51,7 +51,7 @@ def follow_job(backend: JobWatch, job_id: int, out: IO[str], interval_s: float =
     job (None). Each miss counts once; after more than ``max_misses`` misses in a row the last real
     error is raised (the message Slurm gave, not a generic one)."""
     tty = bool(getattr(out, "isatty", lambda: False)())
-    last: tuple = ()
+    last: tuple[object, ...] = ()
     misses = 0
     last_error: SubmitError | None = None
     while True:

@@ -20,9 +20,12 @@ from slurm_gpu.policy.reader import policy_path
 from slurm_gpu.slurm.sbatch.table import GpusubOptions
 
 if TYPE_CHECKING:  # the types only: nothing is imported at run time for them
-    from slurm_gpu.placement.plan import BindingPlan
+    from slurm_gpu.adapters.slurm import SbatchCli
+    from slurm_gpu.placement.plan import BindingPlan, NodeLayout
     from slurm_gpu.policy.model import Policy
     from slurm_gpu.ports import SlurmClient
+    from slurm_gpu.render.checkpoint import CheckpointSettings
+    from slurm_gpu.render.script import RenderedScript
     from slurm_gpu.request import Decision, JobRequest
     from slurm_gpu.slurm.release import SlurmSpelling
     from slurm_gpu.slurm.sbatch.parse import Submission
@@ -149,7 +152,7 @@ def _user_and_groups(env: Mapping[str, str]) -> tuple[str | None, tuple[str, ...
         return env.get("USER"), ()
 
 
-def _no_policy_decision(request: Any):
+def _no_policy_decision(request: Any) -> Decision:
     from slurm_gpu.request import Decision
 
     ignored = [name for name, value in (("--gpu-fraction", request.gpu_fraction), ("--model-params",
@@ -287,7 +290,7 @@ def _topology_key(path: str) -> str:
     return "|".join(parts)
 
 
-def load_layout(node_type: Any, env: Mapping[str, str]):
+def load_layout(node_type: Any, env: Mapping[str, str]) -> NodeLayout:
     """A node type's NodeLayout from its topology file, through a small JSON cache (so that gpusub
     does not import the parsers and YAML on every submission)."""
     import json
@@ -339,7 +342,8 @@ def load_layout(node_type: Any, env: Mapping[str, str]):
 
 
 def make_plan(request: Any, decision: Any, policy: Any, spelling: Any, gpusub_opts: GpusubOptions,
-              given: frozenset[str] = frozenset(), cpu_bind: str | None = None, env: Mapping[str, str] | None = None):
+              given: frozenset[str] = frozenset(), cpu_bind: str | None = None,
+              env: Mapping[str, str] | None = None) -> BindingPlan | None:
     from slurm_gpu.placement.plan import plan_binding
 
     candidates = node_types_for(policy, decision)
@@ -359,7 +363,7 @@ def make_plan(request: Any, decision: Any, policy: Any, spelling: Any, gpusub_op
 
 # ---- outputs ---------------------------------------------------------------------------------
 
-def checkpoint_settings(prep: Prepared):
+def checkpoint_settings(prep: Prepared) -> CheckpointSettings | None:
     """The checkpoint protocol's settings (None when it is off): the job's markers are read on its start
     and stop by this interpreter, importing slurm_gpu from where this gpusub runs it."""
     from slurm_gpu.render.checkpoint import settings_for
@@ -415,7 +419,7 @@ def recorded_checkpoint_cost(workdir: str) -> tuple[float, str] | None:
     return None
 
 
-def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None, checkpoint: Any = None):
+def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None, checkpoint: Any = None) -> RenderedScript:
     """The rendered job; with ``env``, the compiled templates come from the user's cache (when it is private);
     ``checkpoint``: the protocol's settings (checkpoint_settings) or None."""
     from slurm_gpu.render.script import payload_of, render_script
@@ -518,7 +522,7 @@ def _dumps(data: Any) -> str:
 
 # ---- the command -----------------------------------------------------------------------------
 
-def make_backend(env: Mapping[str, str]):
+def make_backend(env: Mapping[str, str]) -> SbatchCli:
     from slurm_gpu.adapters.slurm import DEFAULT_TIMEOUT_S, SbatchCli
 
     raw = env.get("GPUSUB_TIMEOUT_S")
