@@ -8,9 +8,12 @@ environment > ``#SBATCH`` lines) has been applied. Nothing here does I/O.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.plain import NamedTuple
+
+if TYPE_CHECKING:
+    from slurm_gpu.jsontypes import JsonObject
 
 
 class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms less of gpusub's start each
@@ -134,7 +137,7 @@ class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms le
             totals.append(sock * nodes)
         return max(totals)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return dict(self._asdict())
 
 
@@ -158,7 +161,7 @@ class Decision(NamedTuple):
     message: str | None = None  # why it was rejected (None when accepted)
     fix: str | None = None  # what to change so it is accepted
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The documented ``gpusub --explain --json`` contract (plus ``fix``)."""
         return {
             "accepted": self.accepted,

@@ -15,11 +15,14 @@ import hashlib
 import os
 import string
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_gpu.policy.classifier.steps import STEPS
 from slurm_gpu.policy.model import DEFAULT_MESSAGES, Policy
 from slurm_gpu.units import parse_mig_profile
+
+if TYPE_CHECKING:
+    from slurm_gpu.jsontypes import JsonObject, JsonValue
 
 SOURCE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "job_submit")
 TEMPLATE_NAME = "job_submit.lua.j2"
@@ -41,7 +44,7 @@ def lua_string(text: str) -> str:
     return "".join(out)
 
 
-def lua_value(value: Any, indent: str = "") -> str:
+def lua_value(value: object, indent: str = "") -> str:
     """A Lua literal for plain data: None (as nil), bool, int, str, sequences and mappings."""
     if value is None:
         return "nil"
@@ -68,10 +71,10 @@ def lua_value(value: Any, indent: str = "") -> str:
     raise TypeError(f"no Lua literal for {type(value).__name__}")
 
 
-def message_pieces(template: str) -> list[Any]:
+def message_pieces(template: str) -> list[JsonValue]:
     """A message template as the engine formats it: literal strings and [field, conversion] pairs
     (Python's ``str.format`` with ``{name}``, ``{name!r}`` or ``{name!s}``; validation refuses more)."""
-    pieces: list[Any] = []
+    pieces: list[JsonValue] = []
     for literal, field, spec, conv in string.Formatter().parse(template):
         if literal:
             pieces.append(literal)
@@ -93,7 +96,7 @@ def _messages(policy: Policy) -> dict[str, list[Any]]:
     return out
 
 
-def policy_table(policy: Policy) -> dict[str, Any]:
+def policy_table(policy: Policy) -> JsonObject:
     """The data the engine reads, derived once from the policy (plain data; see engine.lua)."""
     parts = []
     iso = policy.isolation

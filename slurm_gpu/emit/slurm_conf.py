@@ -5,10 +5,15 @@ partition. Pure."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.hostlist import compress_hostlist
 from slurm_gpu.policy.model import NodeType, Partition, Policy
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from slurm_gpu.topology.model import Topology
 
 
 def slurm_time(minutes: int | None) -> str:
@@ -20,7 +25,7 @@ def slurm_time(minutes: int | None) -> str:
     return f"{d}-{h:02d}:{m:02d}:00" if d else f"{h:02d}:{m:02d}:00"
 
 
-def node_features(policy: Policy, node_type: NodeType, topo: Any = None) -> tuple[str, ...]:
+def node_features(policy: Policy, node_type: NodeType, topo: Topology | None = None) -> tuple[str, ...]:
     """A node type's ``Features=``: its GPU type, ``mig`` when the GPU type or a topology GPU is
     MIG-capable, then the node type's own features (no duplicates, in that order). Without ``topo``
     (gpusub's constraint check, which has only the policy) ``mig`` follows the GPU type alone."""
@@ -34,7 +39,7 @@ def node_features(policy: Policy, node_type: NodeType, topo: Any = None) -> tupl
     return tuple(out)
 
 
-def node_lines(policy: Policy, topologies: Mapping[str, Any]) -> list[tuple[str, NodeType, str]]:
+def node_lines(policy: Policy, topologies: Mapping[str, Topology]) -> list[tuple[str, NodeType, str]]:
     """(node name, its node type, its ``NodeName=`` line without address or port), in policy order."""
     from slurm_gpu.emit.gres_conf import shard_count, static_mig_types
     from slurm_gpu.topology.slurmconf import node_conf_line
@@ -57,7 +62,7 @@ def node_lines(policy: Policy, topologies: Mapping[str, Any]) -> list[tuple[str,
     return out
 
 
-def job_defaults(policy: Policy, p: Partition, topologies: Mapping[str, Any] | None) -> str | None:
+def job_defaults(policy: Policy, p: Partition, topologies: Mapping[str, Topology] | None) -> str | None:
     """The partition's job defaults from the policy's defaults: ``DefCpuPerGPU`` (a number, or with
     ``cpus_per_gpu: topology`` the cores local to each GPU, the least over the partition's node types)
     and ``DefMemPerGPU`` (MB). Slurm applies them to every job that gives no CPU or memory count, so a
@@ -98,8 +103,8 @@ def partition_line(p: Partition, nodes: Sequence[str], defaults: str | None = No
     return " ".join(parts)
 
 
-def partition_lines(policy: Policy, topologies: Mapping[str, Any] | None = None,
-                    nodes_of: Any = None) -> list[str]:
+def partition_lines(policy: Policy, topologies: Mapping[str, Topology] | None = None,
+                    nodes_of: Callable[[Partition], Sequence[str]] | None = None) -> list[str]:
     """One line per partition; ``nodes_of(partition)`` gives its node names (default: the policy's)."""
     return [partition_line(p, nodes_of(p) if nodes_of else policy.partition_nodes(p.name),
                            job_defaults(policy, p, topologies)) for p in policy.partitions]
@@ -117,7 +122,7 @@ def accounting_tres(policy: Policy) -> str:
     return ",".join(["gres/gpu"] + [f"gres/gpu:{t}" for t in types])
 
 
-def slurm_conf(policy: Policy, topologies: Mapping[str, Any], source: str = "") -> str:
+def slurm_conf(policy: Policy, topologies: Mapping[str, Topology], source: str = "") -> str:
     """The policy's part of slurm.conf, for an admin to merge into the site's file."""
     from slurm_gpu.emit.gres_conf import gres_lines, gres_names
 

@@ -40,6 +40,8 @@ if TYPE_CHECKING:  # no typing import at run time: a hook starts for every job
     from collections.abc import Callable, Mapping
     from typing import Any, Protocol
 
+    from slurm_gpu.jsontypes import JsonObject
+
     class Step(Protocol):
         name: str
 
@@ -217,7 +219,7 @@ class GpuId:
         return f"GPU {self.index if self.index is not None else self.slurm_id}" + (
             f" ({self.bus_id})" if self.bus_id else "")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {"slurm_id": self.slurm_id, "index": self.index, "minor": self.minor, "bus_id": self.bus_id,
                 "uuid": self.uuid}
 

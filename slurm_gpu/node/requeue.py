@@ -19,10 +19,13 @@ environment's ``SLURM_JOB_RESTART_COUNT`` when Slurm or the job requeued it alre
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from slurm_gpu.checkpoint.markers import Marker, Step, complete_steps
 from slurm_gpu.plain import Record, record
+
+if TYPE_CHECKING:
+    from slurm_gpu.policy.model import Policy
 
 Action = Literal["requeue", "leave", "none"]
 Cause = Literal["preemption", "node-failure", "time-limit"]
@@ -91,9 +94,9 @@ class Decision(Record):
     step: Step | None = None  # the resume point, when there is one
 
 
-def policy_facts(policy: Any) -> PolicyFacts:
+def policy_facts(policy: Policy) -> PolicyFacts:
     """The policy's ``defaults.max_requeues`` and the partitions its checkpoint_required classes use."""
-    parts = frozenset(c.partition for c in getattr(policy, "classes", ()) if getattr(c, "checkpoint_required", False))
+    parts = frozenset(c.partition for c in policy.classes if c.checkpoint_required)
     return PolicyFacts(max_requeues=int(policy.defaults.max_requeues), checkpoint_partitions=parts)
 
 

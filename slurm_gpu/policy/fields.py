@@ -173,7 +173,7 @@ def mem_mb(node: YNode) -> int:
     return mb
 
 
-def enum(*values: str, aliases: tuple[tuple[str, Any], ...] = ()) -> Conv:
+def enum(*values: str, aliases: tuple[tuple[str, object], ...] = ()) -> Conv:
     allowed = "one of " + ", ".join(values + tuple(a for a, _ in aliases))
 
     def conv(node: YNode) -> Any:

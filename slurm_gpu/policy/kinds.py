@@ -19,7 +19,7 @@ class Kind:
     __slots__: tuple[str, ...] = ()
     _defaults: tuple[Any, ...] = ()
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(self, *args: object, **kwargs: object) -> None:
         names = self.__slots__
         values = list(args) + list(self._defaults[len(args) - len(names):] if len(args) < len(names) else ())
         for name, value in zip(names, values, strict=False):  # values may be short: kwargs fill in
@@ -27,7 +27,7 @@ class Kind:
         if kwargs:
             raise TypeError(f"{type(self).__name__}: unknown {sorted(kwargs)}")
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def __eq__(self, other: object) -> bool:
@@ -170,6 +170,6 @@ class Messages(Kind):
     __slots__ = ()
 
 
-def yaml(key: str, kind: Kind, doc: str = "") -> dict[str, Any]:
+def yaml(key: str, kind: Kind, doc: str = "") -> dict[str, object]:
     """Field metadata: the YAML key, its kind and a one-line description."""
     return {"yaml": key, "kind": kind, "doc": doc}

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_gpu.policy.model import JobClass, Match, Policy
+
+if TYPE_CHECKING:
+    from slurm_gpu.policy.validate import Context
 
 INF = float("inf")
 
@@ -59,7 +62,7 @@ def _covers(a: Match, b: Match) -> bool:
     return True
 
 
-def lint_policy(policy: Policy, ctx: Any = None) -> list[str]:
+def lint_policy(policy: Policy, ctx: Context | None = None) -> list[str]:
     out: list[str] = []
     for i, c in enumerate(policy.classes):
         why = never_matches(c, policy)

@@ -12,13 +12,16 @@ import dataclasses
 import difflib
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_gpu.policy import fields as F
 from slurm_gpu.policy import kinds as K
 from slurm_gpu.policy.model import Policy
 from slurm_gpu.policy.reader import ReadError, absolute_path, read_policy_text, real_path
 from slurm_gpu.policy.yamlload import YamlSyntaxError, YNode, parse_yaml
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 REQ = object()  # marks a required field
 
@@ -89,12 +92,12 @@ class Context:
         self.problems.append(f"{file}:{node.line}:{node.col}: {path}: found {found}, allowed {allowed}")
 
 
-def did_you_mean(word: str, choices: Any) -> str:
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def unknown_key(ctx: Context, file: str, key: YNode, path: str, allowed: Any) -> None:
+def unknown_key(ctx: Context, file: str, key: YNode, path: str, allowed: Iterable[str]) -> None:
     shown = F.key_text(key.value)
     ctx.bad(file, key, f"{path}.{shown}" if path else shown, f"unknown key {shown!r}",
             "one of " + ", ".join(allowed) + did_you_mean(str(key.value), allowed))

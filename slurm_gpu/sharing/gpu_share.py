@@ -19,11 +19,15 @@ checked when they were parsed (``slurm_gpu.slurm.sbatch.getopt``): a bad one is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.errors import Rejected, UsageError
 from slurm_gpu.sharing import token as token
 from slurm_gpu.slurm.sbatch.table import GpusubOptions
+
+if TYPE_CHECKING:
+    from slurm_gpu.policy.model import Policy
+    from slurm_gpu.slurm.sbatch.parse import Submission
 
 EXCLUSIVE = "--mig and --mps exclude each other: the job's GPUs get a MIG layout or an MPS share"
 NO_POLICY = ("--mig/--mps need a site policy (--policy, $GPUSUB_POLICY or /etc/slurm-gpu/policy.yaml) to check "
@@ -47,7 +51,7 @@ def requested(gpusub_opts: GpusubOptions) -> token.JobRequest | None:
         raise UsageError(f"--{'mig' if mig is not None else 'mps'}: {exc}") from None
 
 
-def dynamic_gpu_type(spec: token.MigSpec, policy: Any, partition: str | None) -> str:
+def dynamic_gpu_type(spec: token.MigSpec, policy: Policy, partition: str | None) -> str:
     """The GPU type of the first dynamic-MIG node type (policy order, within ``partition`` if given)
     that serves ``spec``; :class:`Rejected` with the first reason when none does."""
     from slurm_gpu.sharing.mig import MigError, check_request
@@ -68,7 +72,7 @@ def dynamic_gpu_type(spec: token.MigSpec, policy: Any, partition: str | None) ->
     raise Rejected(f"rejected by policy: --mig {token.format_mig_spec(spec)}: {why}")
 
 
-def with_sharing(sub: Any, policy: Any) -> Any:
+def with_sharing(sub: Submission, policy: Policy | None) -> Submission:
     """``sub`` with the token in its comment and, without GPU options, the GPU that carries it."""
     req = requested(sub.gpusub)
     if req is None:

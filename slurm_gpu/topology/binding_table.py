@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.cpulist import format_cpulist
 from slurm_gpu.topology.model import PCIE_RELATIONS, Topology, relation_rank
+
+if TYPE_CHECKING:
+    from slurm_gpu.jsontypes import JsonObject
 
 # Group levels, best first: GPUs joined by NVLink, then by at most PIX ... NODE. SYS joins everything.
 GROUP_LEVELS: tuple[str, ...] = ("NVLINK",) + PCIE_RELATIONS[:-1]
@@ -44,7 +47,7 @@ class BindingTable:
     def gpu(self, index: int) -> GpuBinding:
         return next(g for g in self.gpus if g.index == index)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import functools
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.cpulist import format_cpulist
 from slurm_gpu.topology.binding_table import binding_table
 from slurm_gpu.topology.model import Nic, NumaNode, Topology
+
+if TYPE_CHECKING:
+    from slurm_gpu.jsontypes import JsonObject
 
 WIDTH = 80
 _ranges = functools.lru_cache(maxsize=256)(format_cpulist)  # GPUs repeat their NUMA node's lists
@@ -135,7 +138,7 @@ def _links(topo: Topology) -> list[str]:
     return out
 
 
-def summary_json(topo: Topology) -> dict[str, Any]:
+def summary_json(topo: Topology) -> JsonObject:
     """The ``topo show --json`` contract: sockets, NUMA nodes with cpu lists, GPUs with NUMA node,
     cpus (Linux range syntax or null), PCI bus id and links to every other GPU."""
     return {

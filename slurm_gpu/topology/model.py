@@ -19,9 +19,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.errors import TopologyError
+
+if TYPE_CHECKING:
+    from slurm_gpu.jsontypes import JsonObject
 
 # Link relations from `nvidia-smi topo -m`, best first. "NV#" is a bonded set of # NVLinks.
 PCIE_RELATIONS: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -268,7 +271,7 @@ class Topology:
         return len(self.cpus)
 
     # -- serialisation ---------------------------------------------------------------------------
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return asdict(self)
 
 

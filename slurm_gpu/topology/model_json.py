@@ -103,7 +103,7 @@ def _record(cls: type, data: Any, where: str) -> Any:
     return cls(**{k: _value(v, kinds[k], f"{where}.{k}") for k, v in data.items()})
 
 
-def topology_from_json(data: Any) -> Topology:
+def topology_from_json(data: object) -> Topology:
     """Inverse of ``Topology.to_json()``. Raises TopologyError (one line) on a wrong shape or value."""
     if not isinstance(data, dict):
         raise TopologyError("topology JSON: expected an object from `topo show --json --full`")

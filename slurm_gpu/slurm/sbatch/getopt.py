@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -121,11 +122,18 @@ class Event:
 
     __slots__ = ("name", "value", "origin", "line", "env_var")
 
-    def __init__(self, name: str, value: Any, origin: str, line: int | None = None, env_var: str | None = None):
+    def __init__(self, name: str, value: str | None | Reset, origin: str, line: int | None = None,
+                 env_var: str | None = None) -> None:
         self.name, self.value, self.origin, self.line, self.env_var = name, value, origin, line, env_var
 
 
-RESET = object()  # an SBATCH_* flag variable set to something other than "", "yes" or a number
+class Reset(enum.Enum):
+    """An SBATCH_* flag variable set to something other than "", "yes" or a number: the flag is unset."""
+
+    RESET = 0
+
+
+RESET = Reset.RESET
 
 
 def getopt(
@@ -133,7 +141,7 @@ def getopt(
     origin: str,
     version: Version | None,
     lines: list[int] | None = None,
-    gpusub: dict[str, Any] | None = None,
+    gpusub: dict[str, str | bool] | None = None,
     spank: tuple[SbatchOption, ...] = (),
 ) -> tuple[list[Event], int]:
     """Parse options from ``args``; returns the events and the index of the first non-option."""
@@ -243,14 +251,14 @@ def _mps_value(text: str) -> object:
     return parse_mps_pct(text)
 
 
-def _set_gpusub(gpusub: dict[str, Any], gopt: GpusubOption, value: Any) -> None:
+def _set_gpusub(gpusub: dict[str, str | bool], gopt: GpusubOption, value: str | bool) -> None:
     if gopt.choices and value not in gopt.choices:
         raise OptionError(f"--{gopt.name}: bad value {value!r}{_choices(gopt)}")
     check = {"model_params": units.parse_param_count, "gpu_fraction": sv.parse_gpu_fraction,
              "mig": _mig_value, "mps": _mps_value}.get(gopt.key)
     if check is not None:
         try:
-            check(value)
+            check(str(value))
         except ValueError as exc:
             raise OptionError(f"--{gopt.name}: {exc}") from None
     gpusub[gopt.key] = value

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import field
-from typing import Any
 
 from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.release import Version, as_version
@@ -105,7 +104,7 @@ def parse_submission(
     """
     version = as_version(version) if version is not None else None
     spank = tuple(spank_options)
-    gpusub: dict[str, Any] = {}
+    gpusub: dict[str, str | bool] = {}
     args, cli_parts = list(argv), []
     while True:  # one getopt pass per command-line component; a ":" word starts the next one
         part, stop = getopt(args, "cli", version, gpusub=gpusub, spank=spank)
@@ -116,7 +115,7 @@ def parse_submission(
         positional = args[stop:]
         break
     cli_events = [e for part in cli_parts for e in part]
-    wrap = next((e.value for e in reversed(cli_events) if e.name == "wrap"), None)
+    wrap = next((_setting(e) for e in reversed(cli_events) if e.name == "wrap" and e.value is not RESET), None)
     if wrap is not None and positional:
         raise OptionError(f"--wrap: script arguments are not permitted with --wrap (got {positional[0]!r})")
     script_path = positional[0] if positional else None
@@ -153,7 +152,8 @@ def parse_submission(
         except ValueError as exc:
             raise OptionError(f"{f'component {n}: ' if count > 1 else ''}{exc}") from None
     options, origin = comps[0]
-    return Submission(options, GpusubOptions(**gpusub), script_path, script_args, wrap, origin,
+    opts = GpusubOptions(**gpusub)  # type: ignore[arg-type]  # keys and value kinds from GPUSUB_OPTIONS
+    return Submission(options, opts, script_path, script_args, wrap, origin,
                       components=tuple(c[0] for c in comps),
                       script_from_stdin=script_path is None and wrap is None)
 
@@ -174,14 +174,21 @@ def _script_events(words: list[str], lines: list[int], version: Version | None,
     return [e for e in events if not (e.name in BY_NAME and BY_NAME[e.name].early)]
 
 
-def _apply(events: list[Event], gpusub: dict[str, Any], version: Version | None) -> tuple[Options, dict[str, str]]:
+def _setting(ev: Event) -> str | None:
+    """A kept event's value (a reset one is never kept)."""
+    assert ev.value is not RESET
+    return ev.value
+
+
+def _apply(events: list[Event], gpusub: dict[str, str | bool],
+           version: Version | None) -> tuple[Options, dict[str, str]]:
     state: dict[str, Event] = {}
     verbose = 0
     for ev in events:
         if ev.value is not RESET:
             check_value(ev.name, ev.value, ev.origin, ev.line, ev.env_var, version)
         if ev.name == "verbose":
-            verbose = verbose + 1 if ev.origin != "env" else _verbosity(ev.value)
+            verbose = verbose + 1 if ev.origin != "env" else _verbosity(None if ev.value is RESET else ev.value)
             continue
         for group in SAME_FIELD:
             if ev.name in group:
@@ -199,7 +206,7 @@ def _apply(events: list[Event], gpusub: dict[str, Any], version: Version | None)
     if "test-only" in state:
         gpusub["test_only"] = True
     names = sorted(state)
-    options = tuple((n, state[n].value) for n in names) + (("verbose", None),) * verbose
+    options = tuple((n, _setting(state[n])) for n in names) + (("verbose", None),) * verbose
     origin = {n: state[n].origin for n in names}
     if verbose:
         origin["verbose"] = "cli"

@@ -9,12 +9,15 @@ checked the way slurmctld checks them at submission (measured on 22.05.8, see do
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu import units
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.request import JobRequest
 from slurm_gpu.slurm.sbatch import values as sv
+
+if TYPE_CHECKING:
+    from slurm_gpu.slurm.sbatch.parse import Submission
 
 Get = Callable[[str], "str | None"]
 ByType = tuple[tuple["str | None", int], ...]
@@ -107,7 +110,8 @@ def _mig_profile(types: tuple[str, ...]) -> str | None:
     return None
 
 
-def to_job_request(sub: Any, user: str | None = None, groups: Iterable[str] = (), component: int = 0) -> JobRequest:
+def to_job_request(sub: Submission, user: str | None = None, groups: Iterable[str] = (),
+                   component: int = 0) -> JobRequest:
     """The normalised request of one component (0 for a normal job): GPU options in every spelling,
     time in minutes (None = no limit), memory in MB."""
     options = dict(sub.components[component]) if getattr(sub, "components", ()) else dict(sub.options)
