@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""GPU sharing rules: MIG layouts and requests (``mig``), MPS shares (``mps``), the request token in a
-job's comment (``token``) and gpusub's ``--mig``/``--mps``/``--gpu-fraction`` options (``gpu_share``).
+"""GPU sharing rules: MIG layouts and requests (``mig``), MPS shares (``mps``) and the request token in a
+job's comment (``token``). Pure, on the ground floor.
 
-Pure, on the ground floor: used by ``policy`` (the classifier's sharing step), ``slurm.sbatch`` (the
-parser), ``submit`` and ``node``. May import only the ground floor (errors, units) and ``policy.model``.
+Owns: the rules both sides of a job apply, the submitting side (the classifier's sharing step, the
+sbatch parser's ``--mig``/``--mps`` values, gpusub) and the node side (the hooks' MIG and MPS steps).
+May import: the ground floor (errors, units); ``policy.model`` for types only (TYPE_CHECKING).
 """

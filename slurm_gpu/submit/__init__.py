@@ -2,8 +2,9 @@
 """gpusub: a batch script submitted as sbatch would, classified, typed and placed (docs/gpusub.md).
 
 Owns: the submission flow (``gpusub``: prepare, render, submit, explain, dry-run, JSON), following a job
-to its end (``follow``), the usage text (``usage``) and the templates' lookup and caches (``templates``,
-``fast_templates``, ``template_cache``, ``private_files``).
-May import: the core (slurm, policy, placement, render, sharing, checkpoint, topology) and ``adapters``.
-Never ``cli``, ``node`` or ``lab``.
+to its end (``follow``), ``--mig``/``--mps`` as a submission (``gpu_share``, pure), the usage text
+(``usage``) and the templates' lookup and caches (``templates``, ``fast_templates``,
+``template_cache``, ``private_files``).
+May import: the core (slurm, policy, placement, render, sharing, checkpoint, topology, emit) and
+``adapters``. Never ``cli``, ``node``, ``cluster``, ``sim`` or ``lab``.
 """

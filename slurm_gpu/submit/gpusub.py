@@ -223,8 +223,8 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
 
 
 def _with_sharing(sub: Any, env: Mapping[str, str]) -> Any:
-    """The submission with the --mig/--mps token in its comment (slurm_gpu.sharing.gpu_share)."""
-    from slurm_gpu.sharing.gpu_share import with_sharing
+    """The submission with the --mig/--mps token in its comment (slurm_gpu.submit.gpu_share)."""
+    from slurm_gpu.submit.gpu_share import with_sharing
 
     path = policy_path(sub.gpusub.policy, env)
     policy = None
