@@ -210,11 +210,9 @@ def _child(conn: socket.socket, listener: socket.socket) -> NoReturn:
 
         rc = run_phase(phase)
     except BaseException as exc:  # noqa: BLE001 - a fault of ours: status 0, like the entry point
-        try:
-            sys.stderr.write(f"slurm-gpu hook agent: {type(exc).__name__}: {str(exc)[:300]}\n")
-        except (OSError, ValueError):
-            pass
-        rc = 0
+        from slurm_gpu.node.entry import our_fault
+
+        rc = our_fault("slurm-gpu hook agent", exc)
     try:
         sys.stderr.flush()
         sys.stdout.flush()

@@ -47,6 +47,15 @@ def finish(rc: int) -> int:
     return rc
 
 
+def our_fault(prefix: str, exc: BaseException) -> int:
+    """A fault of ours: one line on stderr (never raising), and the status that fails nothing (0)."""
+    try:
+        sys.stderr.write(f"{prefix}: {type(exc).__name__}: {str(exc)[:300]}\n")
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def run_phase(phase: str) -> int:
     """One hook run in this process (the entry point's, or the hook agent's child): the exit status."""
     rc = 0
@@ -63,11 +72,7 @@ def run_phase(phase: str) -> int:
         else:
             rc = runner.run_hook(phase, os.environ)
     except BaseException as exc:  # noqa: BLE001 - our own fault never fails a node or a job
-        try:
-            sys.stderr.write(f"slurm-gpu {phase}: internal error: {type(exc).__name__}: {str(exc)[:300]}\n")
-        except (OSError, ValueError):
-            pass
-        rc = 0
+        rc = our_fault(f"slurm-gpu {phase}: internal error", exc)
     finally:
         if armed:
             _signals().alarm(0)
