@@ -129,7 +129,10 @@ def main(argv: list[str] | None = None) -> None:
     as_command = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
-    if first is None or first in HELP_WORDS or first in VERSION_WORDS:
+    # as sbatch: with no argument at all the script comes from standard input (a heredoc, a pipe);
+    # only on a terminal (or with no standard input) is a bare `gpusub` a request for the usage
+    bare_on_terminal = first is None and (sys.stdin is None or sys.stdin.isatty())
+    if bare_on_terminal or first in HELP_WORDS or first in VERSION_WORDS:
         _click_command()(args=argv, prog_name="gpusub")
         return
     # One short-lived run: the cyclic collector only slows the imports down (about a tenth of the
