@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from slurm_gpu.digits import ascii_int
+
 
 def parse_cpulist(text: str) -> tuple[int, ...]:
     """``"0-3,8,10-11"`` -> ``(0, 1, 2, 3, 8, 10, 11)``, sorted and de-duplicated.
@@ -20,12 +22,11 @@ def parse_cpulist(text: str) -> tuple[int, ...]:
         if not item:
             raise ValueError(f"empty item in cpu list {text!r}")
         lo_s, sep, hi_s = item.partition("-")
-        try:
-            lo = int(lo_s)
-            hi = int(hi_s) if sep else lo
-        except ValueError:
-            raise ValueError(f"bad item {item!r} in cpu list {text!r}; expected N or N-M") from None
-        if lo < 0 or hi < lo:
+        lo = ascii_int(lo_s.strip())  # ASCII digits only: int() would read "٣" as 3
+        hi = ascii_int(hi_s.strip()) if sep else lo
+        if lo is None or hi is None:
+            raise ValueError(f"bad item {item!r} in cpu list {text!r}; expected N or N-M")
+        if hi < lo:
             raise ValueError(f"bad range {item!r} in cpu list {text!r}")
         out.update(range(lo, hi + 1))
     return tuple(sorted(out))

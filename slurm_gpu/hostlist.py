@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from slurm_gpu.digits import is_digits
+
 MAX_TEXT = 64 * 1024
 MAX_NAMES = 1_000_000
 _GROUP = re.compile(r"\[([^\[\]]*)\]")
@@ -39,7 +41,7 @@ def _size(text: str) -> int:
             count = 0
             for rng in group.split(","):
                 lo, sep, hi = rng.strip().partition("-")
-                if lo.isdigit() and hi.isdigit() and len(lo) < 19 and len(hi) < 19:
+                if is_digits(lo) and is_digits(hi) and len(lo) < 19 and len(hi) < 19:
                     count += max(0, int(hi) - int(lo)) + 1
                 else:
                     count += 1

@@ -57,7 +57,7 @@ TIME_FORMS = "M, M:S, H:M:S, D-H, D-H:M, D-H:M:S, UNLIMITED"
 DURATION_FORMS = "minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or 90s/30m/4h/2d"
 UNLIMITED_WORDS = ("unlimited", "infinite")
 MAX_TIME_MINUTES = 0xFFFFFFFE  # Slurm keeps minutes in a uint32; 0xFFFFFFFF is INFINITE
-_N = r"\d{1,10}"  # no field of a time needs more than 10 digits
+_N = r"[0-9]{1,10}"  # no field of a time needs more than 10 digits
 # regex sources (also used by the policy JSON schema)
 TIME_PATTERN = rf"{_N}(?::{_N}){{0,2}}|{_N}-{_N}(?::{_N}){{0,2}}"
 DURATION_PATTERN = rf"{_N}\s*[smhdSMHD]|{TIME_PATTERN}"
@@ -126,8 +126,8 @@ def format_time_minutes(minutes: int | None) -> str:
 
 MEM_FORMS = "N (MB) or N with a unit K, M, G or T (e.g. 4000, 16G, 512M)"
 MAX_MEM_MB = 2 ** 53  # far beyond any node; keeps every value exact in JSON and Lua
-MEM_PATTERN = r"\d{1,16}[KMGTkmgt]?[Bb]?"
-_MEM_RE = r"(?i)^(\d{1,16})([KMGT])?(B)?$"
+MEM_PATTERN = r"[0-9]{1,16}[KMGTkmgt]?[Bb]?"
+_MEM_RE = r"(?i)^([0-9]{1,16})([KMGT])?(B)?$"
 _MEM_MB = {"K": None, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 
@@ -158,7 +158,7 @@ def format_mem_mb(mb: int) -> str:
 
 PARAMS_FORMS = "a parameter count such as 7B, 70b, 350M, 1.5e9"
 MAX_PARAMS = 1e15  # a thousand times the largest models
-_PARAMS_RE = r"(?i)^(\d{1,20}(?:\.\d{0,20})?|\.\d{1,20})(?:[eE]([+-]?\d{1,3}))?\s*([KMBT])?$"
+_PARAMS_RE = r"(?i)^([0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:[eE]([+-]?[0-9]{1,3}))?\s*([KMBT])?$"
 _PARAMS_SCALE = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
 
 
@@ -198,9 +198,9 @@ def format_param_count(n: float) -> str:
 # ---- MIG profiles -----------------------------------------------------------------------------
 
 MIG_FORMS = "a MIG profile such as 1g.10gb, 3g.40gb, 1g.10gb+me or a100_1g.10gb"
-MIG_PROFILE_PATTERN = r"[1-7]g\.\d{1,4}gb(?:\+me)?"  # without the GPU type prefix (the policy's form)
+MIG_PROFILE_PATTERN = r"[1-7]g\.[0-9]{1,4}gb(?:\+me)?"  # without the GPU type prefix (the policy's form)
 _MIG_RE = (r"^(?:(?P<gpu>[A-Za-z0-9][A-Za-z0-9.-]{0,30})_)?"
-           r"(?P<slices>[1-7])g\.(?P<memory_gb>\d{1,4})gb(?P<me>\+me)?$")
+           r"(?P<slices>[1-7])g\.(?P<memory_gb>[0-9]{1,4})gb(?P<me>\+me)?$")
 
 
 def __getattr__(name: str) -> Any:

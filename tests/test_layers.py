@@ -18,14 +18,17 @@ import pytest
 
 PKG = Path(__file__).resolve().parent.parent / "slurm_gpu"
 
-GROUND = frozenset({"errors", "units", "cpulist", "hostlist", "jsontypes", "request", "plain", "__init__"})
+GROUND = frozenset({"errors", "units", "cpulist", "hostlist", "jsontypes", "request", "plain", "digits", "csv_cells",
+                    "__init__"})
 CORE = GROUND | {"topology", "checkpoint", "sharing", "slurm", "policy", "ports", "placement", "render", "emit"}
 
 MAY_IMPORT: dict[str, frozenset[str]] = {
     # the ground floor: values, errors, units (plain: the record helpers while they last)
-    "errors": frozenset(), "units": frozenset(), "cpulist": frozenset(), "jsontypes": frozenset(),
-    "plain": frozenset(), "__init__": frozenset(),
-    "hostlist": frozenset({"errors"}),
+    "errors": frozenset(), "units": frozenset(), "jsontypes": frozenset(), "plain": frozenset(),
+    "__init__": frozenset(),
+    "digits": frozenset(), "csv_cells": frozenset(),  # ASCII numbers; CSV cells no spreadsheet runs
+    "cpulist": frozenset({"digits"}),
+    "hostlist": frozenset({"errors", "digits"}),
     "request": frozenset({"plain", "jsontypes"}),
     # pure packages, lowest first
     "topology": GROUND,

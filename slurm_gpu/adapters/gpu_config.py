@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from slurm_gpu.adapters.trusted_path import UntrustedPath, open_dir
+from slurm_gpu.digits import is_digits
 from slurm_gpu.sharing import mig as M
 from slurm_gpu.sharing import mps as P
 from slurm_gpu.sharing.token import Outcome, failed, ok
@@ -273,8 +274,15 @@ def _set_exclusive(gpus: Sequence[int], timeout_s: float) -> tuple[dict[int, int
             h = N.nvmlDeviceGetHandleByIndex(i)
             prev[i] = int(N.nvmlDeviceGetComputeMode(h))
             uuids.append(str(N.nvmlDeviceGetUUID(h)))
-        for i in gpus:
-            N.nvmlDeviceSetComputeMode(N.nvmlDeviceGetHandleByIndex(i), N.NVML_COMPUTEMODE_EXCLUSIVE_PROCESS)
+        done: list[int] = []
+        try:
+            for i in gpus:
+                N.nvmlDeviceSetComputeMode(N.nvmlDeviceGetHandleByIndex(i), N.NVML_COMPUTEMODE_EXCLUSIVE_PROCESS)
+                done.append(i)
+        except BaseException:  # no half-set GPUs: the epilog restores only what state.json records
+            for i in done:
+                N.nvmlDeviceSetComputeMode(N.nvmlDeviceGetHandleByIndex(i), prev[i])
+            raise
         return prev, uuids
 
     return _session(work, timeout_s, "compute mode")
@@ -356,10 +364,14 @@ def start_mps(p: P.MpsPlan, gpus: Sequence[int], uid: int, gid: int, mps_control
         job_fd = _make_dirs(p, uid, gid)
         try:
             prev, uuids = _set_exclusive(gpus, timeout_s)
-            fd = os.open("state.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                         dir_fd=job_fd)
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"uid": uid, "gid": gid, "modes": {str(i): m for i, m in prev.items()}}, fh)
+            try:
+                fd = os.open("state.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                             0o600, dir_fd=job_fd)
+                with os.fdopen(fd, "w") as fh:
+                    json.dump({"uid": uid, "gid": gid, "modes": {str(i): m for i, m in prev.items()}}, fh)
+            except BaseException:  # no state.json, no changed mode (what the epilog relies on)
+                _restore_modes(prev, timeout_s)
+                raise
         finally:
             os.close(job_fd)
         env = {**(extra_env or {}), **P.daemon_env(p, tuple(uuids), path)}
@@ -383,7 +395,7 @@ def _daemon_pids(pipe_dir: str) -> list[int]:
     needle = f"CUDA_MPS_PIPE_DIRECTORY={pipe_dir}".encode()
     out = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
+        if not is_digits(entry) or int(entry) == os.getpid():
             continue
         try:
             with open(f"/proc/{entry}/environ", "rb") as fh:
@@ -410,7 +422,10 @@ def stop_mps(p: P.MpsPlan, mps_control: str = "nvidia-cuda-mps-control", path: s
                 saved = json.loads(fh.read(1 << 16))
             uid, gid = int(saved["uid"]), int(saved["gid"])
             modes = {int(i): int(m) for i, m in saved["modes"].items()}
-        except (OSError, ValueError, KeyError, TypeError) as e:
+        except FileNotFoundError:  # the set-up stopped before it changed a compute mode or started the daemon
+            _remove_job_dir(p)
+            return Outcome(True, "the set-up had stopped before the compute modes; its directories removed")
+        except (OSError, ValueError, KeyError, TypeError, OverflowError) as e:
             raise SetupFailed(f"{p.state_file}: unreadable ({e}); compute modes not restored") from None
         finally:
             os.close(job_fd)
@@ -432,14 +447,18 @@ def stop_mps(p: P.MpsPlan, mps_control: str = "nvidia-cuda-mps-control", path: s
                     pass
             problems.append(f"MPS daemon pids {left} did not quit and were killed")
         _restore_modes(modes, timeout_s)
-        base_fd = open_dir(os.path.dirname(p.job_dir))
-        try:
-            shutil.rmtree(os.path.basename(p.job_dir), dir_fd=base_fd)
-        finally:
-            os.close(base_fd)
+        _remove_job_dir(p)
         return failed("; ".join(problems), "node") if problems else ok()
 
     return _outcome(work, "MPS teardown")
+
+
+def _remove_job_dir(p: P.MpsPlan) -> None:
+    base_fd = open_dir(os.path.dirname(p.job_dir))
+    try:
+        shutil.rmtree(os.path.basename(p.job_dir), dir_fd=base_fd)
+    finally:
+        os.close(base_fd)
 
 
 __all__ = ["DEFAULT_TIMEOUT_S", "SetupFailed", "setup_mig", "restore_mig", "read_mig", "mig_uuids", "start_mps",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_gpu.cpulist import parse_cpulist
+from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import TopologyError
 from slurm_gpu.topology.model import NumaNode, Thread
 
@@ -80,7 +81,7 @@ def read_sysfs(root: str | Path = "/") -> SysfsNode:
         nid = int(d.name[4:])
         cpus = parse_cpulist(_read(d / "cpulist") or "")
         mem_kb = None
-        m = re.search(r"MemTotal:\s+(\d+) kB", _read(d / "meminfo") or "")
+        m = re.search(r"MemTotal:\s+([0-9]+) kB", _read(d / "meminfo") or "")
         if m:
             mem_kb = int(m.group(1))
         numa.append(NumaNode(id=nid, cpus=cpus, memory_mb=None if mem_kb is None else mem_kb // 1024))
@@ -92,7 +93,7 @@ def read_sysfs(root: str | Path = "/") -> SysfsNode:
     for c in cpus:
         topo = cpu_dir / f"cpu{c}" / "topology"
         pkg, core = _read(topo / "physical_package_id"), _read(topo / "core_id")
-        if pkg is None or core is None or not pkg.lstrip("-").isdigit() or not core.isdigit():
+        if pkg is None or core is None or not is_digits(pkg.lstrip("-")) or not is_digits(core):
             raise TopologyError(f"cannot read {topo}/physical_package_id or core_id; is sysfs mounted?")
         threads.append(Thread(os_id=c, socket=max(int(pkg), 0), core_key=int(core), numa_node=cpu_node.get(c)))
     if not threads:
@@ -113,10 +114,10 @@ def read_sysfs(root: str | Path = "/") -> SysfsNode:
                 bus_id=normalise_bus_id(d.name),
                 vendor=vendor.lower(),
                 pci_class=cls.lower(),
-                numa_node=int(node_text) if node_text and node_text.isdigit() else None,  # -1 = no NUMA info
+                numa_node=int(node_text) if node_text and is_digits(node_text) else None,  # -1 = no NUMA info
                 local_cpus=parse_cpulist(local) if local else None,
                 net_names=nets,
             )
         )
-    m = re.search(r"MemTotal:\s+(\d+) kB", _read(base / "proc/meminfo") or "")
+    m = re.search(r"MemTotal:\s+([0-9]+) kB", _read(base / "proc/meminfo") or "")
     return SysfsNode(tuple(threads), tuple(numa), tuple(pci), int(m.group(1)) // 1024 if m else None)

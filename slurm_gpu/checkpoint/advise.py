@@ -46,7 +46,7 @@ def parse_seconds(text: str) -> float:
     """A cost or restart time: a bare number is seconds (``60``, ``12.5``); anything else is a duration
     of the one grammar (:func:`slurm_gpu.units.parse_time_seconds`: ``90s``, ``5m``, ``1:30``)."""
     t = text.strip() if isinstance(text, str) else ""
-    if re.fullmatch(r"\d{1,12}(?:\.\d{1,9})?", t):
+    if re.fullmatch(r"[0-9]{1,12}(?:\.[0-9]{1,9})?", t):
         return float(t)
     try:
         return float(parse_time_seconds(text))

@@ -91,7 +91,7 @@ def _whole(opt: str, text: str) -> int:
 
 def _seconds(opt: str, text: str) -> float:
     try:
-        value = float(text.strip().removesuffix("s")) if len(text) <= 32 else -1.0
+        value = float(text.strip().removesuffix("s")) if len(text) <= 32 and text.isascii() else -1.0
     except ValueError:
         value = -1.0
     if not 0 <= value < 1e12:  # NaN fails too

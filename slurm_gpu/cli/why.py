@@ -4,25 +4,24 @@
 Reads Slurm through the one runner (:func:`slurm_gpu.adapters.slurm.run_slurm`): ``scontrol show job
 -o`` (the job, then every job), ``scontrol show node -o``, ``scontrol show partition -o`` and
 ``sacctmgr -nP show qos``; the decision is :func:`slurm_gpu.cluster.why.explain` (pure).
-Exit codes: 0 explained (pending or not), 1 unknown job, Slurm failure or invalid policy, 2 usage.
+Exit codes: 0 explained (pending or not), 1 unknown job, Slurm failure, an answer for another job id or
+invalid policy, 2 usage (a job id outside Slurm's range: :mod:`slurm_gpu.slurm.job_id`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from typing import TYPE_CHECKING
 
 import click
 
 from slurm_gpu.errors import SlurmGpuError, UsageError
+from slurm_gpu.slurm.job_id import JobId, parse_job_id
 
 if TYPE_CHECKING:
     from slurm_gpu.cluster.why import Why
     from slurm_gpu.policy.model import Policy
-
-_JOB_ID = re.compile(r"^\d{1,10}(_\d{1,10})?$")
 
 
 def _read(argv: list[str], ok_fail: str | None = None) -> str | None:
@@ -45,13 +44,26 @@ def _policy(path_opt: str | None) -> Policy | None:
     return None if path is None else load_policy(path)
 
 
+def records_for(jid: JobId, text: str) -> list[dict[str, str]]:
+    """The records of ``scontrol show job -o JOBID`` that carry the id asked for; an answer holding none of
+    them (Slurm read the id as another, or as every job) is a SlurmGpuError of one line."""
+    from slurm_gpu.cluster import why as w
+
+    answered = w.parse_records(text, "JobId")
+    records = [r for r in answered if jid.carried_by(r)]
+    if answered and not records:
+        raise SlurmGpuError(f"job {jid}: scontrol answered for job {answered[0].get('JobId', '?')[:40]} instead")
+    return records
+
+
 def gather_and_explain(job_id: str, policy_opt: str | None) -> Why | None:
     from slurm_gpu.adapters.slurm import SbatchCli
     from slurm_gpu.cluster import why as w
 
+    jid = parse_job_id(job_id)  # 1..4294967293, 1234_5, 1234+1: Slurm would read 0 as every job, wrap the rest
     SbatchCli().preflight()  # a SLURM_CONF naming no file: one line now, not a client retrying for a minute
-    text = _read(["scontrol", "show", "job", "-o", job_id], ok_fail="Invalid job id")
-    records = w.parse_records(text or "", "JobId")
+    text = _read(["scontrol", "show", "job", "-o", str(jid)], ok_fail="Invalid job id")
+    records = records_for(jid, text or "")
     if not records:
         return None
     job = next((r for r in records if r.get("JobState", "").startswith("PENDING")), records[0])
@@ -105,8 +117,6 @@ def why(job_id: str, as_json: bool, policy_opt: str | None, estimate: bool) -> N
     where it could run, Slurm's start estimate, and GPU requests (gpusub options) that would start now."""
     from slurm_gpu.cluster.why_text import lines, to_json
 
-    if not _JOB_ID.fullmatch(job_id):  # match() would let a trailing newline through
-        raise click.UsageError(f"JOBID {job_id[:40]!r}: give a job id such as 1234 or an array task 1234_5")
     try:
         answer = gather_and_explain(job_id, policy_opt)
         if answer is not None and estimate:

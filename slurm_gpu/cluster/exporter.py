@@ -81,9 +81,9 @@ def cluster_metrics(summary: Mapping[str, Any], t: _Text | None = None) -> _Text
 
 
 def _num(v: Any) -> float | None:
-    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return v
+    if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not -1e18 <= v <= 1e18:
+        return None  # the range first: an int too large for a float (4,000 digits) stops here, as does NaN
+    return v if math.isfinite(v) else None
 
 
 def job_metrics(records: Iterable[Mapping[str, Any]], t: _Text | None = None) -> _Text:

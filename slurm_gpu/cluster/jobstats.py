@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from slurm_gpu.cluster.summary_codec import Summary, decode
+from slurm_gpu.digits import is_digits
 from slurm_gpu.slurm.records import ACTIVE_STATES
 from slurm_gpu.slurm.sacct import sacct_bytes, sacct_seconds, tres_gpus, tres_value
 from slurm_gpu.units import parse_mig_profile
@@ -60,10 +61,10 @@ def _smallest_mig(peak_bytes: int, policy: Any) -> str | None:
 
 def one_job(row: Mapping[str, str], steps: Sequence[Mapping[str, str]], policy: Any = None) -> dict[str, Any]:
     """One job's figures and notes."""
-    elapsed = float(row.get("ElapsedRaw") or 0) if (row.get("ElapsedRaw") or "").isdigit() else \
+    elapsed = float(row.get("ElapsedRaw") or 0) if is_digits(row.get("ElapsedRaw") or "") else \
         (sacct_seconds(row.get("Elapsed")) or 0.0)
-    ncpus = int(row["NCPUS"]) if (row.get("NCPUS") or "").isdigit() else 0
-    nnodes = int(row["NNodes"]) if (row.get("NNodes") or "").isdigit() else 1
+    ncpus = int(row["NCPUS"]) if is_digits(row.get("NCPUS") or "") else 0
+    nnodes = int(row["NNodes"]) if is_digits(row.get("NNodes") or "") else 1
     # sacct adds a step's CPU time and MaxRSS when the step ends: no efficiency while the job may still run
     active = (row.get("State") or "").split(" ")[0] in ACTIVE_STATES
     cpu_s = sacct_seconds(row.get("TotalCPU"))

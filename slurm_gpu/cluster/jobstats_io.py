@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from slurm_gpu.errors import SlurmGpuError, UsageError
+from slurm_gpu.errors import SlurmGpuError
+from slurm_gpu.slurm.job_id import JobId, parse_job_id
 
-JOB_ID_RE = re.compile(r"^(\d{1,10})(?:_(\d{1,10}|\*))?$")
+JOB_ID_FORMS = ("array", "array_all", "het")  # sacct -j reads each of them
 # AdminComment last: it is free text and may hold "|" (sacct -P does not escape it)
 JOBSTATS_FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "State", "Submit", "Start", "End",
                    "Elapsed", "ElapsedRaw", "Timelimit", "NNodes", "NCPUS", "TotalCPU", "ReqMem", "AllocTRES",
@@ -40,11 +40,18 @@ def load_optional_policy(path_opt: str | None, env: Mapping[str, str] | None = N
 
 
 def normalise_job_id(text: str) -> str:
-    """``123``, ``123_4`` or ``123_*`` (the whole array: ``123``); anything else is a usage error."""
-    m = JOB_ID_RE.fullmatch(text)
-    if m is None:
-        raise UsageError(f"JOBID {text[:40]!r}: give a job id such as 1234, an array task 1234_5 or an array 1234_*")
-    return m.group(1) if m.group(2) in (None, "*") else text
+    """``123``, ``123_4``, ``123+1`` or ``123_*`` (the whole array: ``123``), in Slurm's range
+    (:mod:`slurm_gpu.slurm.job_id`); anything else is a usage error."""
+    return str(parse_job_id(text, JOB_ID_FORMS))
+
+
+def rows_of(jid: JobId, rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The rows that carry the id asked for; an answer that holds none of them (Slurm read another id)
+    is an error of one line, never another job's figures."""
+    mine = [r for r in rows if jid.carried_by_sacct(r)]
+    if rows and not mine:
+        raise SlurmGpuError(f"job {jid}: sacct answered for job {rows[0].get('JobID', '?')[:40]} instead; not shown")
+    return mine
 
 
 def gather(job_id: str, policy_opt: str | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -52,14 +59,15 @@ def gather(job_id: str, policy_opt: str | None = None, env: Mapping[str, str] | 
     from slurm_gpu.cluster.jobstats import jobstats
     from slurm_gpu.slurm.sacct import parse_sacct
 
-    jid = normalise_job_id(job_id)
+    parsed = parse_job_id(job_id, JOB_ID_FORMS)
+    jid = str(parsed)
     policy = load_optional_policy(policy_opt, env)
     text = sacct_text(["sacct", "-a", "-P", "-j", jid, f"--format={','.join(JOBSTATS_FIELDS)}"], env)
-    rows = parse_sacct(text)
+    rows = rows_of(parsed, parse_sacct(text))
     doc = jobstats(rows, policy)
     if not doc["jobs"]:
         raise SlurmGpuError(f"job {job_id}: unknown to accounting (sacct -j {jid} lists nothing)")
     return doc
 
 
-__all__ = ["gather", "sacct_text", "load_optional_policy", "normalise_job_id", "JOBSTATS_FIELDS"]
+__all__ = ["gather", "sacct_text", "load_optional_policy", "normalise_job_id", "rows_of", "JOBSTATS_FIELDS"]

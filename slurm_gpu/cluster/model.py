@@ -35,7 +35,7 @@ UNAVAILABLE_WORDS = frozenset({"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "
                                "POWER_DOWN", "POWERING_DOWN", "POWERING_UP", "POWERED_OFF", "NOT_RESPONDING",
                                "FUTURE", "INVAL", "UNKNOWN", "REBOOT_ISSUED"})
 _SUFFIXES = "*~#!%$@^-"
-_MIG_RE = re.compile(r"\d+g\.\d+gb")
+_MIG_RE = re.compile(r"[0-9]+g\.[0-9]+gb")
 WHOLE_UNITS = ("gpu", "mig")  # units that need their cores and memory per GPU
 Summary = dict[str, Any]  # the --json document (docs/cluster.md)
 MAX_K = 1024  # fragmentation is given for job sizes up to this many units per node

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from slurm_gpu.cluster.summary_codec import decode
+from slurm_gpu.digits import is_digits
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.sacct import sacct_seconds, sacct_time, tres_gpus
 
@@ -75,7 +76,7 @@ def runs(rows: Iterable[Mapping[str, str]], policy: Any = None) -> list[Run]:
         if "." in jid:
             continue
         raw = row.get("ElapsedRaw") or ""
-        seconds = float(raw) if raw.isdigit() else (sacct_seconds(row.get("Elapsed")) or 0.0)
+        seconds = float(raw) if is_digits(raw) else (sacct_seconds(row.get("Elapsed")) or 0.0)
         submit, start = sacct_time(row.get("Submit")), sacct_time(row.get("Start"))
         summary = decode(row.get("AdminComment"))
         partition, qos = row.get("Partition", ""), row.get("QOS", "")

@@ -8,12 +8,14 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from slurm_gpu.cluster.jobstats_io import load_optional_policy, sacct_text
+from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import UsageError
 
 REPORT_FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "State", "Submit", "Start", "End",
@@ -31,7 +33,7 @@ def sacct_window(text: str, now: float, what: str) -> str:
     t = text.strip()
     if t.lower() == "now":
         return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    if t[:1].isdigit() and len(t) >= 10 and t[4:5] == "-":
+    if is_digits(t[:1]) and len(t) >= 10 and t[4:5] == "-":
         try:
             datetime.fromisoformat(t)
         except ValueError:
@@ -91,9 +93,15 @@ def gather_autoscale(report_doc: Mapping[str, Any], policy: Any, env: Mapping[st
     return autoscale(jobs, report_doc, time.time() if now is None else now, policy)
 
 
-def read_stats_records(path: str, max_bytes: int = MAX_STATS_BYTES) -> list[dict[str, Any]]:
-    """The last ``max_bytes`` of the hooks' JSON-lines file; lines that are no JSON object are skipped.
-    A FIFO or device is refused (UsageError), never read."""
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def read_stats_records(path: str, max_bytes: int = MAX_STATS_BYTES,
+                       log: Callable[[str], None] = _stderr) -> list[dict[str, Any]]:
+    """The last ``max_bytes`` of the hooks' JSON-lines file; lines that are no JSON object are skipped,
+    and those that json cannot even hold (nesting past the recursion limit, memory) as well, with one
+    line to ``log`` for them all. A FIFO or device is refused (UsageError), never read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -117,13 +125,20 @@ def read_stats_records(path: str, max_bytes: int = MAX_STATS_BYTES) -> list[dict
     if offset:
         lines = lines[1:]  # the first line was cut
     out = []
-    for line in lines:
+    unreadable, first = 0, 0
+    for n, line in enumerate(lines, 1):
         try:
             rec = json.loads(line)
         except ValueError:
             continue
+        except (RecursionError, MemoryError):
+            unreadable, first = unreadable + 1, first or n
+            continue
         if isinstance(rec, dict):
             out.append(rec)
+    if unreadable:
+        log(f"{path}: {unreadable} record(s) skipped, nested too deeply or too large to read "
+            f"(the first on line {first}{' of the tail read' if offset else ''})")
     return out
 
 

@@ -75,7 +75,9 @@ class Summary(NamedTuple):
 def _num(value: Any, integer: bool = False, hi: float = 1e18) -> float | int | None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    if not math.isfinite(value) or value < 0 or value > hi:
+    if not 0 <= value <= hi:  # first: an int too large for a float (4,000 digits) stops here, as does NaN
+        return None
+    if not math.isfinite(value):
         return None
     return int(value) if integer else round(float(value), 1)
 
@@ -139,7 +141,16 @@ def _rows(summary: Summary) -> dict[str, list[list[Any]]]:
 
 
 def decode(text: object) -> Summary | None:
-    """The summary in an AdminComment, or None (empty, someone else's, corrupt, over a cap). Never raises."""
+    """The summary in an AdminComment, or None (empty, someone else's, corrupt, over a cap). Never raises:
+    what the checks below do not foresee (a number too large for a float, nesting too deep for the
+    parser, memory) is None as well."""
+    try:
+        return _decode(text)
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError, zlib.error):
+        return None
+
+
+def _decode(text: object) -> Summary | None:
     if not isinstance(text, str) or len(text) > MAX_TEXT + 16:
         return None
     text = text.strip()

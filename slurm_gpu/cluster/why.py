@@ -36,7 +36,7 @@ _UNUSABLE = {"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "MAINT",
 NOT_RESOURCES = frozenset({"held", "dependency", "begin_time", "invalid", "partition_time_limit", "qos_time_limit",
                            "partition_limit"})
 _RUNNING = {"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STAGE_OUT", "RESIZING", "SIGNALING"}
-_GPU_ASK = re.compile(r"gres[:/]gpu(?::([A-Za-z0-9_.\-]+))?:(\d+)")
+_GPU_ASK = re.compile(r"gres[:/]gpu(?::([A-Za-z0-9_.\-]+))?:([0-9]+)")
 
 
 class Node(NamedTuple):
@@ -138,7 +138,7 @@ def tres_map(text: str | None) -> dict[str, str]:
 
 
 def _int(text: str | None, default: int = 0) -> int:
-    m = re.match(r"\d+", text or "")
+    m = re.match(r"[0-9]+", text or "")
     return int(m.group()) if m else default
 
 
@@ -157,7 +157,7 @@ def node_of(rec: Mapping[str, str]) -> Node:
     """One ``scontrol show node -o`` record -> :class:`Node` (counts from CfgTRES/AllocTRES)."""
     gpus = _gpu_counts(tres_map(rec.get("CfgTRES")))
     if not gpus:  # untyped TRES: the types of Gres= (gpu:h100:8(S:0-1))
-        for m in re.finditer(r"gpu:([A-Za-z0-9_.\-]+):(\d+)", rec.get("Gres", "")):
+        for m in re.finditer(r"gpu:([A-Za-z0-9_.\-]+):([0-9]+)", rec.get("Gres", "")):
             gpus[m.group(1)] = gpus.get(m.group(1), 0) + int(m.group(2))
     alloc = tres_map(rec.get("AllocTRES"))
     used = _gpu_counts(alloc)
@@ -187,8 +187,8 @@ def ask_of(job: Mapping[str, str], partition: Mapping[str, str] | None = None) -
             count = int(m.group(2)) * (_int(job.get("NumNodes"), 1) if key == "TresPerNode" else 1)
     nodes = max(_int(job.get("NumNodes"), 1), 1)
     defaults = tres_map((partition or {}).get("JobDefaults"))
-    cpg = re.search(r"gpu:(\d+)", job.get("CpusPerTres", ""))
-    mpg = re.search(r"gpu:(\d+)", job.get("MemPerTres", ""))
+    cpg = re.search(r"gpu:([0-9]+)", job.get("CpusPerTres", ""))
+    mpg = re.search(r"gpu:([0-9]+)", job.get("MemPerTres", ""))
     return Ask(count, gpu_type, nodes, -(-count // nodes) if count else 0,
                int(cpg.group(1)) if cpg else _int(defaults.get("DefCpuPerGPU"), 1),
                int(mpg.group(1)) if mpg else _int(defaults.get("DefMemPerGPU")),
@@ -383,8 +383,8 @@ def _advice(info: ReasonInfo, job: Mapping[str, str], jobs: Sequence[Mapping[str
         states = {j.get("JobId"): (j.get("JobState") or "?").split()[0] + (
             f" ({j['Reason']})" if j.get("Reason") not in (None, "None") else "") for j in jobs}
         dep = job.get("Dependency", "")
-        for kind, ids in re.findall(r"(\w+):([\d_:+*]+)", dep):
-            for dep_id in re.findall(r"\d+", ids.split("+")[0]):
+        for kind, ids in re.findall(r"(\w+):([0-9_:+*]+)", dep):
+            for dep_id in re.findall(r"[0-9]+", ids.split("+")[0]):
                 yield f"waits for job {dep_id} ({kind}), which is {states.get(dep_id, 'no longer known to Slurm')}"
         if "never" in info.text:
             yield f"it can never start: scancel {job_id} and submit it again without the dependency"

@@ -100,7 +100,7 @@ def slurm_version() -> tuple[int, int, int]:
         out = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True, timeout=10, check=False).stdout
     except FileNotFoundError as e:
         raise SlurmGpuError("slurmctld not found; is the slurmctld package installed?") from e
-    m = re.search(r"(\d+)\.(\d+)\.(\d+)", out)
+    m = re.search(r"([0-9]+)\.([0-9]+)\.([0-9]+)", out)
     if not m:
         raise SlurmGpuError(f"cannot read the Slurm version from 'slurmctld -V': {out.strip()!r}")
     return int(m.group(1)), int(m.group(2)), int(m.group(3))

@@ -49,7 +49,7 @@ def _submit(lab: Lab, script: str, workdir: str, echo: Callable[[str], None]) ->
         raise SlurmGpuError(f"gpusub --json printed no job_id: {r.stdout.strip()[:200]!r}") from e
 
 
-_LINE = re.compile(r"^hello-gpu(?:\.(\d+))?: ([A-Za-z_]+)=(.*)$")
+_LINE = re.compile(r"^hello-gpu(?:\.([0-9]+))?: ([A-Za-z_]+)=(.*)$")
 
 
 def parse_output(text: str) -> tuple[dict[str, str], dict[int, dict[str, str]]]:

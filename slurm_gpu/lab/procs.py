@@ -10,6 +10,8 @@ import subprocess
 import time
 from collections.abc import Callable
 
+from slurm_gpu.digits import is_digits
+
 
 def _stat_fields(pid: int) -> list[str] | None:
     try:
@@ -121,7 +123,7 @@ def stop_pidfile(path: str, want_comm: str, say: Callable[[str], object] = print
 def pids_by_comm(name: str) -> list[int]:
     out = []
     for entry in os.listdir("/proc"):
-        if entry.isdigit() and comm(int(entry)) == name:
+        if is_digits(entry) and comm(int(entry)) == name:
             out.append(int(entry))
     return out
 
@@ -164,7 +166,7 @@ def descendants(pid: int) -> list[int]:
     """All live descendants of ``pid`` (children first found, deepest last)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
+        if is_digits(entry):
             fields = _stat_fields(int(entry))
             if fields and len(fields) > 1:
                 children.setdefault(int(fields[1]), []).append(int(entry))

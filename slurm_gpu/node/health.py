@@ -8,6 +8,8 @@ failure: a missing driver, a permission problem or an older GPU must not drain a
 
 from __future__ import annotations
 
+from slurm_gpu.digits import ascii_int
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -69,17 +71,18 @@ def parse_kmsg(record: str) -> Xid | None:
     if not semi or "NVRM: Xid (" not in msg:
         return None
     fields = head.split(",")
-    if len(fields) < 3 or not fields[2].isdigit():
+    if len(fields) < 3:
         return None
     rest = msg.split("NVRM: Xid (", 1)[1]
     where, close, after = rest.partition("):")
     if not close:
         return None
     bus = where[4:] if where.upper().startswith("PCI:") else where
-    code = after.strip().split(",", 1)[0].strip()
-    if not (code.isascii() and code.isdigit() and len(code) <= 6):
+    code = ascii_int(after.strip().split(",", 1)[0].strip(), max_len=6)
+    usec = ascii_int(fields[2])
+    if code is None or usec is None:
         return None
-    return Xid(int(fields[2]), bus_key(bus), int(code), msg.strip()[:300])
+    return Xid(usec, bus_key(bus), code, msg.strip()[:300])
 
 
 def job_xids(records: Iterable[str], buses: Iterable[str], since_us: int) -> list[Xid]:
@@ -105,20 +108,35 @@ def xid_failures(xids: Iterable[Xid], drain_codes: Iterable[int], label_of: dict
     return list(fail), list(notes)
 
 
+def _job_dir(part: str) -> int | None:
+    return ascii_int(part[4:], max_len=10) if part.startswith("job_") else None
+
+
 def job_of_cgroup(text: str) -> int | None:
-    """The Slurm job a process belongs to, from /proc/<pid>/cgroup (``…/job_17/step_0/…``, cgroup v1 and
-    v2 alike); None when it is in no job's cgroup."""
+    """The Slurm job a process belongs to, from /proc/<pid>/cgroup; None when it is in no job's cgroup.
+    Only where slurmstepd puts a job, at the top of the hierarchy, where only root creates cgroups:
+    cgroup v2 ``0::/system.slice/[<node>_]slurmstepd.scope/job_J/...``, v1
+    ``N:controller:/slurm[_<node>]/uid_U/job_J/...``. A ``job_J`` further down (a user's own delegated
+    subtree, ``/user.slice/.../user@U.service/x/job_J``) is no job."""
     for line in text.splitlines():
-        for part in line.split("/"):
-            if part.startswith("job_") and part[4:].isascii() and part[4:].isdigit() and len(part) <= 17:
-                return int(part[4:])
+        parts = line.split(":", 2)[-1].split("/")[1:4]
+        if len(parts) < 3:
+            continue
+        top, middle, job = parts
+        v2 = top == "system.slice" and middle.endswith("slurmstepd.scope")
+        v1 = (top == "slurm" or top.startswith("slurm_")) and middle.startswith("uid_") and \
+            ascii_int(middle[4:], max_len=10) is not None
+        if v1 or v2:
+            found = _job_dir(job)
+            if found is not None:
+                return found
     return None
 
 
 def job_of_environ(data: bytes) -> int | None:
-    """The job from /proc/<pid>/environ's ``SLURM_JOB_ID`` (proctrack without cgroups); None if absent."""
+    """The job that /proc/<pid>/environ's ``SLURM_JOB_ID`` names; None if absent. Anyone can set it:
+    a claim, never proof (the Epilog believes it only for a job running here on that GPU)."""
     for item in data.split(b"\0"):
         if item.startswith(b"SLURM_JOB_ID="):
-            value = item[13:]
-            return int(value) if value.isdigit() and len(value) <= 13 else None
+            return ascii_int(item[13:], max_len=10)
     return None

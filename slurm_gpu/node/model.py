@@ -27,6 +27,10 @@ the others. A step reports through ``ctx`` or by raising:
 - ``raise Unavailable(msg)``: NVML/driver/tool not usable (missing, no permission, timeout): logged,
   nothing drained.
 - anything else: logged as an internal error, nothing drained.
+- a step with ``fails_job = True`` (MIG, MPS: isolation the job asked for) cannot fail open: in the
+  prolog *every* exception of it, Unavailable, HealthFailure and bugs included, is a JobSetupError (the
+  job fails, nothing drained); its epilog still runs. So does a prolog that runs out of time for a job
+  whose comment asks for MIG or MPS.
 
 ``ctx.node`` is the NVML adapter (slurm_gpu/adapters/gpu_node.py ``GpuNode``) or None when NVML is
 not usable; ``ctx.gpus`` are the job's GPUs, mapped from Slurm's ids to NVML index, minor number, PCI
@@ -34,6 +38,8 @@ bus id and UUID. Steps touch only ``ctx.gpus``.
 """
 
 from __future__ import annotations
+
+from slurm_gpu.digits import is_digits
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:  # no typing import at run time: a hook starts for every job
@@ -180,7 +186,7 @@ def gpu_tokens(text: str) -> tuple[tuple[str, ...], list[str]]:
         lo, dash, hi = tok.partition("-")
         if tok.isascii() and tok.isdigit() and len(tok) <= 5:
             out.append(str(int(tok)))
-        elif dash and lo.isdigit() and hi.isdigit() and len(lo) <= 5 and len(hi) <= 5 and int(lo) <= int(hi):
+        elif dash and is_digits(lo) and is_digits(hi) and len(lo) <= 5 and len(hi) <= 5 and int(lo) <= int(hi):
             out.extend(str(i) for i in range(int(lo), min(int(hi), int(lo) + MAX_GPUS) + 1))
         elif tok.startswith(("GPU-", "MIG-")) and len(tok) <= 64 and tok.replace("-", "").isalnum():
             out.append(tok)
@@ -231,13 +237,13 @@ def map_gpus(tokens: tuple[str, ...], devices: tuple[GpuId, ...] | None,
     ``File=``). ``devices`` None (no NVML): index ids are taken as they are, identities unknown.
     Returns (GPUs, ids that no GPU of the node has)."""
     if devices is None:
-        known = [GpuId(t, int(t) if t.isdigit() and scheme == "index" else None, None, "", "") for t in tokens]
+        known = [GpuId(t, int(t) if is_digits(t) and scheme == "index" else None, None, "", "") for t in tokens]
         return tuple(known), []
     found: list[GpuId] = []
     missing: list[str] = []
     for t in tokens:
         for d in devices:
-            if (t.isdigit() and int(t) == (d.index if scheme == "index" else d.minor)) or t == d.uuid:
+            if (is_digits(t) and int(t) == (d.index if scheme == "index" else d.minor)) or t == d.uuid:
                 found.append(GpuId(t, d.index, d.minor, d.bus_id, d.uuid))
                 break
         else:
@@ -278,5 +284,5 @@ def task_line_ok(line: str) -> bool:
     if verb == "print":
         return True
     name = rest.split("=", 1)[0] if verb == "export" else rest
-    return bool(name) and name.isascii() and name.replace("_", "a").isalnum() and not name[0].isdigit() and (
+    return bool(name) and name.isascii() and name.replace("_", "a").isalnum() and not is_digits(name[0]) and (
         verb != "export" or "=" in rest)

@@ -173,6 +173,23 @@ def _mig_on(node: Any, log: Callable[[str], None]) -> bool:
         return False
 
 
+def _call(step: Step, phase: str, ctx: HookContext) -> None:
+    """``step.prolog(ctx)`` / ``step.epilog(ctx)``. A step that sets up isolation the job asked for
+    (``fails_job = True``: MIG, MPS) cannot fail open: in the prolog any exception of it (NVML or the
+    policy unavailable, a health failure, a bug) is a ``JobSetupError``, so the job fails and the node is
+    not drained; its epilog still runs and restores."""
+    try:
+        getattr(step, phase)(ctx)
+    except JobSetupError:
+        raise
+    except Exception as exc:
+        if phase != "prolog" or not getattr(step, "fails_job", False):
+            raise
+        kind = "" if isinstance(exc, (Unavailable, HealthFailure)) else f"internal error: {type(exc).__name__}: "
+        raise JobSetupError(f"{getattr(step, 'name', type(step).__name__)} set-up failed: {kind}"
+                            f"{str(exc)[:300]}") from None
+
+
 def _run(phase: str, job: Job, cfg: Mapping[str, Any], steps: Sequence[Step], log: Callable[[str], None]) -> list[str]:
     import json
 
@@ -209,7 +226,7 @@ def _run(phase: str, job: Job, cfg: Mapping[str, Any], steps: Sequence[Step], lo
         for step in (steps if phase == "prolog" else tuple(reversed(steps))):
             name = getattr(step, "name", type(step).__name__)
             try:
-                getattr(step, phase)(ctx)
+                _call(step, phase, ctx)
             except HealthFailure as exc:
                 ctx.failures.append(str(exc))
             except JobSetupError as exc:
@@ -240,6 +257,20 @@ def _run(phase: str, job: Job, cfg: Mapping[str, Any], steps: Sequence[Step], lo
             node.close()
 
 
+def _asks_isolation(env: Mapping[str, str]) -> bool:
+    """The job's comment asks for MIG or MPS (or holds a slurm-gpu token that is not understood)."""
+    comment = env.get("SLURM_JOB_COMMENT", "")
+    if "slurm-gpu:" not in comment:
+        return False
+    from slurm_gpu.sharing.token import RequestError, decode
+
+    try:
+        req = decode(comment)
+    except RequestError:
+        return True
+    return req is not None and (bool(req.mig) or req.mps_pct is not None)
+
+
 def run_hook(phase: str, env: Mapping[str, str], steps: Sequence[Step] | None = None) -> int:
     """Prolog or Epilog. Returns the exit status (see the module docstring)."""
     cfg, problems = load_config(env)
@@ -266,6 +297,8 @@ def run_hook(phase: str, env: Mapping[str, str], steps: Sequence[Step] | None = 
                                f"the {phase}")
         except Unavailable as exc:
             log(f"job {job.job_id}: {exc} (NVML or a tool hung); giving up, nothing drained")
+            if phase == "prolog" and _asks_isolation(env):  # its set-up may not have run: the job fails
+                _task_file(cfg, job, [f"error GPU set-up did not finish: {exc}"], log)
             return 0
         if not failures:
             return 0

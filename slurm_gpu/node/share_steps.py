@@ -164,6 +164,7 @@ class MigStep:
     """Per-job (dynamic) MIG layouts in the prolog; the declared layout back in the epilog."""
 
     name = "mig"
+    fails_job = True  # the runner: any exception of the prolog fails the job (never open, never a drain)
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.env = env if env is not None else os.environ
@@ -229,6 +230,7 @@ class MpsStep:
     """A per-job MPS control daemon for an ``mps=`` request; always stopped in the epilog."""
 
     name = "mps"
+    fails_job = True
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.env = env if env is not None else os.environ
@@ -284,7 +286,7 @@ class MpsStep:
                                   timeout_s=_timeout(ctx))
         if not out.ok:
             raise Unavailable(f"MPS teardown: {out.message}")
-        ctx.log(f"job {ctx.job.job_id}: MPS daemon stopped, compute modes restored")
+        ctx.log(f"job {ctx.job.job_id}: MPS " + (out.message or "daemon stopped, compute modes restored"))
 
 
 __all__ = ["MigStep", "MpsStep", "job_request", "load_site_policy"]

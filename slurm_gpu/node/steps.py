@@ -35,25 +35,50 @@ def _gpus(ctx: HookContext, what: str) -> tuple[GpuId, ...]:
     return tuple(g for g in ctx.gpus if g.index is not None)
 
 
-def owner_job(pid: int) -> int | None:
-    """The Slurm job of a process: its cgroup, else its environment; None when neither names one."""
+def owner_job(pid: int) -> tuple[int | None, int | None]:
+    """(the Slurm job whose cgroup the process is in, the job its environment claims): the kernel's
+    word and the process's; None where there is none."""
     try:
         with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as f:
             job = health.job_of_cgroup(f.read(65536))
         if job is not None:
-            return job
+            return job, None
         with open(f"/proc/{pid}/environ", "rb") as f:
-            return health.job_of_environ(f.read(1 << 20))
+            return None, health.job_of_environ(f.read(1 << 20))
     except OSError:
-        return None
+        return None, None
+
+
+def running_here(ctx: HookContext, job: int) -> set[int]:
+    """The GPU indices that ``job`` holds on this node, from the per-job state its prolog wrote in the
+    root-only state directory (removed by its epilog); empty when there is none: no such job runs here."""
+    path = str(ctx.config["state_dir"])
+    if not path or job == ctx.job.job_id:
+        return set()
+    try:
+        fd = files.open_dir(path, 0o700, create=False)
+        try:
+            data = files.read_small(fd, f"{job}.json", 1 << 20)
+        finally:
+            os.close(fd)
+        state = json.loads(data or b"{}")
+    except (OSError, ValueError, RecursionError):
+        return set()
+    gpus = state.get("gpus") if isinstance(state, dict) and state.get("job") == job else None
+    return {g["index"] for g in gpus if isinstance(g, dict) and type(g.get("index")) is int} \
+        if isinstance(gpus, list) else set()
 
 
 def kill_leftovers(ctx: HookContext, gpus: tuple[GpuId, ...]) -> list[str]:
-    """Kill the processes NVML lists on ``gpus`` (only those), except those of another Slurm job (a
-    shared GPU: shards, MPS). Failures for the ones that survive."""
+    """Kill the processes NVML lists on ``gpus`` (only those), except another Slurm job's (a shared GPU:
+    shards, MPS). A process is another job's when its cgroup says so; the job its environment names
+    (``SLURM_JOB_ID``, which anyone can set) is believed only for a job that runs on this node and holds
+    that GPU (its prolog's state), and anything else is a leftover. Failures for the ones that survive."""
     grace = float(ctx.config["kill_grace_s"])
     spare = {0, 1, os.getpid(), os.getppid()}
     others: set[int] = set()
+    holds: dict[int, set[int]] = {}
+    noted: set[int] = set()
 
     def listed() -> dict[int, GpuId]:
         out: dict[int, GpuId] = {}
@@ -61,11 +86,25 @@ def kill_leftovers(ctx: HookContext, gpus: tuple[GpuId, ...]) -> list[str]:
             for pid in ctx.node.compute_pids(g):
                 if pid in spare or pid in others:
                     continue
-                job = owner_job(pid)
-                if job is not None and job != ctx.job.job_id:
+                kernel, claimed = owner_job(pid)
+                if kernel is not None and kernel != ctx.job.job_id:
                     others.add(pid)
-                    ctx.log(f"job {ctx.job.job_id}: {g.label()}: process {pid} belongs to job {job}; left alone")
+                    ctx.log(f"job {ctx.job.job_id}: {g.label()}: process {pid} is in job {kernel}'s cgroup; "
+                            "left alone")
                     continue
+                if claimed is not None and claimed != ctx.job.job_id:
+                    if claimed not in holds:
+                        holds[claimed] = running_here(ctx, claimed)
+                    if g.index in holds[claimed]:
+                        others.add(pid)
+                        ctx.log(f"job {ctx.job.job_id}: {g.label()}: process {pid} belongs to job {claimed} (running "
+                                "here on this GPU); left alone")
+                        continue
+                    if pid not in noted:
+                        noted.add(pid)
+                        ctx.log(f"job {ctx.job.job_id}: {g.label()}: process {pid} claims job {claimed} "
+                                "(SLURM_JOB_ID), which does not hold this GPU here, and is in no job's cgroup: "
+                                "a leftover")
                 out.setdefault(pid, g)
         return out
 

@@ -13,6 +13,7 @@ against that node's gres.conf ``Cores=``:
 from __future__ import annotations
 
 from slurm_gpu.cpulist import parse_cpulist
+from slurm_gpu.digits import ascii_int
 from slurm_gpu.hostlist import expand_hostlist
 from slurm_gpu.slurm.records import NodeAlloc, node_allocs
 
@@ -32,7 +33,7 @@ def parse_gres_conf(text: str) -> dict[str, dict[int, frozenset[int]]]:
         fields = dict(word.split("=", 1) for word in line.split() if "=" in word)
         nodes = expand_hostlist(fields.get("NodeName", "")) if fields.get("NodeName") else ["*"]
         files = expand_hostlist(fields.get("File", "")) if fields.get("File") else []
-        count = len(files) or int(fields.get("Count", "1"))
+        count = len(files) or (ascii_int(fields.get("Count", "1"), 1 << 16) or 0)  # ASCII digits, bounded
         cores = _cpuset(fields.get("Cores", ""))
         for node in nodes:
             table = out.setdefault(node, {})

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.placement.pinning import (
     ORDERS,
     NodePins,
@@ -78,7 +79,7 @@ def parse_args(argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
         problem = problem or f"--mem-policy {opts['mem_policy']!r}: expected one of {', '.join(MEM_POLICIES)}"
     lws = opts["local_world_size"]
     if lws is not None:
-        if not str(lws).isdigit() or int(lws) < 1:
+        if not is_digits(str(lws)) or int(lws) < 1:
             problem = problem or f"--local-world-size {lws!r}: expected a positive integer"
         else:
             opts["local_world_size"] = int(lws)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from slurm_gpu.cpulist import format_cpulist, parse_cpulist
+from slurm_gpu.digits import is_digits
 
 ORDERS = ("keep", "socket")
 # (rank variable, size variable), first found wins: torchrun/accelerate/deepspeed, Open MPI,
@@ -110,11 +111,11 @@ def rank_from_env(env: Mapping[str, str]) -> tuple[int, int | None, str] | None:
 def _slurm_tasks_here(env: Mapping[str, str]) -> int | None:
     text = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE") or ""
     head = text.split(",")[0].split("(")[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if is_digits(head) else None
 
 
 def _int(text: str, name: str) -> int:
-    if not text.strip().isdigit():
+    if not is_digits(text.strip()):
         raise PinError(f"{name}={text!r} is not a non-negative integer")
     return int(text)
 
@@ -138,11 +139,11 @@ def gpus_from_env(env: Mapping[str, str], loc: Locality | None = None) -> list[t
         if len(ids) == len(entries):
             return list(zip(entries, ids, strict=True))
     uuids = loc.gpu_uuid if loc else {}
-    return [(e, int(e) if e.isdigit() else uuids.get(e)) for e in entries]
+    return [(e, int(e) if is_digits(e) else uuids.get(e)) for e in entries]
 
 
 def _ids(text: str, name: str) -> list[int]:
-    if all(p.strip().isdigit() for p in text.split(",")):
+    if all(is_digits(p.strip()) for p in text.split(",")):
         return [int(p) for p in text.split(",")]
     try:
         return list(parse_cpulist(text))

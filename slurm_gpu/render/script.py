@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from slurm_gpu import __version__
+from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.render.checkpoint import context as ckpt_context
@@ -113,7 +114,7 @@ def _type_gres(value: str, gpu_type: str) -> str:
         parts = item.split(":")
         if parts[0] in ("gpu", "gres/gpu") and len(parts) == 1:
             item = f"{parts[0]}:{gpu_type}"
-        elif parts[0] in ("gpu", "gres/gpu") and len(parts) == 2 and parts[1].isdigit():
+        elif parts[0] in ("gpu", "gres/gpu") and len(parts) == 2 and is_digits(parts[1]):
             item = f"{parts[0]}:{gpu_type}:{parts[1]}"
         out.append(item)
     return ",".join(out)
@@ -140,7 +141,7 @@ def type_user_gpu_forms(state: dict[str, str | None], gpu_type: str) -> None:
             continue
         if name == "gres":
             state[name] = _type_gres(value, gpu_type)
-        elif value.isdigit():
+        elif is_digits(value):
             state[name] = f"{gpu_type}:{value}"
 
 
@@ -330,8 +331,8 @@ def forwarded_signals(options: Iterable[tuple[str, str | None]]) -> list[str]:
         if name == "signal" and value:
             m = _SIGNAL.match(value.upper())
             if m:
-                sig = m.group(1)
-                if sig in _SIGNAL_NAMES or (sig.isdigit() and 1 <= int(sig) <= 64 and sig not in ("9", "19")):
+                sig: str = m.group(1)
+                if sig in _SIGNAL_NAMES or (is_digits(sig) and 1 <= int(sig) <= 64 and sig not in ("9", "19")):
                     out.append(sig)
     return sorted(set(out))
 

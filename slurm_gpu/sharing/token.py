@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.units import UnitError, parse_mig_profile
 
 PREFIX = "slurm-gpu:"
@@ -168,7 +169,7 @@ class Outcome:
 
 
 def _env_ok(key: object, value: object) -> bool:
-    return (isinstance(key, str) and key.isascii() and key.replace("_", "").isalnum() and not key[:1].isdigit()
+    return (isinstance(key, str) and key.isascii() and key.replace("_", "").isalnum() and not is_digits(key[:1])
             and isinstance(value, str) and value.isprintable() and "'" not in value)
 
 

@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from slurm_gpu.csv_cells import row as csv_row
+from slurm_gpu.csv_cells import unquote
 from slurm_gpu.errors import SlurmGpuError, UsageError
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.sim.params import Params
@@ -156,7 +158,7 @@ def record_text(real: list[RealJob], header: list[str]) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(RECORD_COLUMNS)
     for r in real:
-        w.writerow("" if v is None else v for v in r)
+        w.writerow(csv_row("" if v is None else v for v in r))
     return out.getvalue()
 
 
@@ -169,7 +171,7 @@ def _older_record(params: Params, given: dict[str, Any], text: str) -> Params:
     if "clock0_s" not in given:
         import re
 
-        when = re.search(r"from (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)", text)
+        when = re.search(r"from ([0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9]Z)", text)
         if when:
             params = params._replace(clock0_s=int(datetime.strptime(when[1], "%Y-%m-%dT%H:%M:%SZ")
                                                   .replace(tzinfo=UTC).timestamp()))
@@ -199,7 +201,7 @@ def read_record(path: str) -> tuple[list[RealJob], Params | None]:
     out = []
     for n, row in enumerate(rows, 2):
         try:
-            v = dict(zip(RECORD_COLUMNS, row, strict=True))
+            v = dict(zip(RECORD_COLUMNS, map(unquote, row), strict=True))
             out.append(RealJob(v["job_id"], v["trace_job_id"], int(v["submit"]),
                                int(v["start"]) if v["start"] else None, int(v["end"]) if v["end"] else None,
                                v["partition"], int(v["nodes"]) if v["nodes"] else None, v["state"], int(v["runs"])))
@@ -296,7 +298,7 @@ def _finish(jobs: list[Replayed], real: list[RealJob], policy_path: str, out_dir
     w = csv.writer(out, lineterminator="\n")
     w.writerow(("trace_job_id", "submit", "real_start", "sim_start", "partition"))
     for row in rows:
-        w.writerow("" if v is None else v for v in row)
+        w.writerow(csv_row("" if v is None else v for v in row))
     files = {"replay-compare.csv": out.getvalue(), "replay-summary.txt": head + report(cmp)}
     _write(Path(out_dir), files)
     return head + report(cmp)

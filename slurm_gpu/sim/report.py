@@ -9,6 +9,7 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
+from slurm_gpu.csv_cells import row
 from slurm_gpu.sim.engine import Result
 from slurm_gpu.sim.params import SimJob
 from slurm_gpu.sim.traces import format_time
@@ -26,8 +27,8 @@ def jobs_csv(result: Result, time_format: str) -> str:
         def t(v: int | None) -> str:
             return "" if v is None else format_time(v, time_format)
 
-        w.writerow((j.job_id, t(j.submit), t(j.start), t(j.end), j.partition, j.qos or "", j.nodes,
-                    f"{j.gpus:g}", j.preempted, j.requeues))
+        w.writerow(row((j.job_id, t(j.submit), t(j.start), t(j.end), j.partition, j.qos or "", j.nodes,
+                        f"{j.gpus:g}", j.preempted, j.requeues)))  # trace text: no spreadsheet formulas
     return out.getvalue()
 
 
@@ -36,7 +37,7 @@ def rejected_csv(result: Result) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(("job_id", "line", "reason"))
     for tj, why in result.rejected:
-        w.writerow((tj.job_id, tj.line, why))
+        w.writerow(row((tj.job_id, tj.line, why)))
     return out.getvalue()
 
 

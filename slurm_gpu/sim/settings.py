@@ -17,6 +17,8 @@ import io
 from collections.abc import Callable, Sequence
 from typing import Any, get_args
 
+from slurm_gpu.csv_cells import row
+from slurm_gpu.digits import ascii_int, is_digits
 from slurm_gpu.sim.params import Allocator, FairShareScheme, Params, PreemptType
 from slurm_gpu.units import UnitError, parse_time_seconds
 
@@ -35,12 +37,9 @@ def _seconds(text: str) -> int:
 
 
 def _int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise SettingError(f"{text!r} is not a whole number") from None
-    if v < 0:
-        raise SettingError(f"{text!r} is negative")
+    v = ascii_int(text.strip())  # ASCII digits: int() would take "٣", "1_0", "+3"
+    if v is None:
+        raise SettingError(f"{text!r} is not a whole number" + (" (negative)" if text.strip().startswith("-") else ""))
     return v
 
 
@@ -63,7 +62,7 @@ def _bool(text: str) -> bool:
 
 ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "bf_window": ("bf_window_s", _seconds),
-    "bf_interval": ("bf_interval_s", lambda t: _int(t) if t.isdigit() else _seconds(t)),
+    "bf_interval": ("bf_interval_s", lambda t: _int(t) if is_digits(t) else _seconds(t)),
     "bf_max_job_test": ("bf_max_job_test", _int),
     "fairshare_weight": ("weight_fairshare", _int),
     "half_life": ("half_life_s", _seconds),
@@ -158,7 +157,7 @@ def sweep_csv(rows: Sequence[tuple[Any, ...]]) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(SWEEP_COLUMNS)
-    w.writerows(["" if v is None else v for v in r] for r in rows)
+    w.writerows(row("" if v is None else v for v in r) for r in rows)
     return out.getvalue()
 
 

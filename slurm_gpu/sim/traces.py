@@ -84,7 +84,7 @@ def derive_time_limit(duration_s: int) -> int:
 # ---- fields -----------------------------------------------------------------------------------
 
 _DT_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f")
-_EPOCH_RE = r"^-?\d{1,12}(?:\.\d{0,9})?$"
+_EPOCH_RE = r"^-?[0-9]{1,12}(?:\.[0-9]{0,9})?$"
 _EMPTY = ("", "nan", "none", "unknown", "null", "na")
 
 
@@ -124,7 +124,7 @@ def _time(text: str, where: _Where, column: str, fmt: list[str]) -> int:
 def _int(text: str, where: _Where, column: str) -> int:
     t = text.strip()
     try:
-        value = int(float(t)) if re.match(r"^\d{1,12}(?:\.0*)?$", t) else -1
+        value = int(float(t)) if re.match(r"^[0-9]{1,12}(?:\.0*)?$", t) else -1
     except ValueError:
         value = -1
     if value < 0:
@@ -219,7 +219,7 @@ def _read_csv(rows: Any, name: str, header: list[str]) -> Trace:
         frac = None
         if frac_text is not None:
             try:
-                frac = float(frac_text)
+                frac = float(frac_text) if frac_text.isascii() else -1.0  # ASCII digits only
             except ValueError:
                 frac = -1.0
             if not 0 < frac <= 1:
@@ -246,7 +246,7 @@ def _s(text: str | None) -> str | None:
 
 # ---- sacct -P ---------------------------------------------------------------------------------
 
-_TRES_GPU_RE = r"gres/gpu(?::([A-Za-z0-9_.-]+))?=(\d{1,9})"
+_TRES_GPU_RE = r"gres/gpu(?::([A-Za-z0-9_.-]+))?=([0-9]{1,9})"
 
 
 def _tres_gpus(text: str) -> tuple[int, str | None]:
@@ -347,6 +347,8 @@ def read_swf(lines: Iterable[str], name: str = "<trace>") -> Trace:
         v: dict[str, int] = {}
         for key, raw in zip(SWF_FIELDS, parts, strict=True):
             try:
+                if not raw.isascii():  # float() reads other scripts' digits ("٣" is 3.0)
+                    raise ValueError
                 v[key] = int(float(raw))
             except (ValueError, OverflowError):
                 raise where.error(key, f"bad number {raw[:20]!r}") from None
@@ -376,7 +378,7 @@ def detect_format(first_line: str) -> str:
         return "alibaba"
     if "|" in t:
         return "sacct"
-    if t.startswith(";") or re.match(r"^-?\d[\d\s.-]*$", t):
+    if t.startswith(";") or re.match(r"^-?[0-9][0-9\s.-]*$", t):
         return "swf"
     return "csv"
 

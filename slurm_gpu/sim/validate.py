@@ -16,6 +16,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 
+from slurm_gpu.digits import ascii_int, is_digits
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.sim.params import Params
 from slurm_gpu.sim.routing import Route
@@ -119,21 +120,28 @@ def params_from_conf(text: str, version: tuple[int, ...] = (22, 5)) -> Params:
     default_prio = "priority/multifactor" if tuple(version[:2]) >= (23, 11) else "priority/basic"
     multifactor = conf.get("prioritytype", default_prio) == "priority/multifactor"
 
+    def whole(text: str, key: str) -> int:
+        value = ascii_int(text.strip())
+        if value is None:
+            raise ValueError(f"slurm.conf {key}={text[:40]!r}: not a whole number")
+        return value
+
     def weight(key: str) -> int:
-        return int(conf.get(f"priorityweight{key}", "0")) if multifactor else 0
+        return whole(conf.get(f"priorityweight{key}", "0"), f"PriorityWeight{key}") if multifactor else 0
 
     def secs(key: str, default: int, minutes: bool = False) -> int:
         v = conf.get(key)
         if v is None:
             return default
-        return int(v) * 60 if minutes and v.isdigit() else parse_time_seconds(v)
+        return int(v) * 60 if minutes and is_digits(v) else parse_time_seconds(v)  # ASCII: parse_time is too
 
     preempt = conf.get("preempttype", "preempt/none").removeprefix("preempt/")
     return Params(
         backfill=conf.get("schedulertype", "sched/backfill") != "sched/builtin",
-        bf_window_s=int(sched.get("bf_window", "1440")) * 60, bf_interval_s=int(sched.get("bf_interval", "30")),
-        bf_max_job_test=int(sched.get("bf_max_job_test", "500")),
-        bf_whole_nodes=True, bf_resolution_s=int(sched.get("bf_resolution", "60")),
+        bf_window_s=whole(sched.get("bf_window", "1440"), "bf_window") * 60,
+        bf_interval_s=whole(sched.get("bf_interval", "30"), "bf_interval"),
+        bf_max_job_test=whole(sched.get("bf_max_job_test", "500"), "bf_max_job_test"),
+        bf_whole_nodes=True, bf_resolution_s=whole(sched.get("bf_resolution", "60"), "bf_resolution"),
         weight_age=weight("age"), weight_qos=weight("qos"), weight_partition=weight("partition"),
         weight_fairshare=weight("fairshare"), max_age_s=secs("prioritymaxage", 7 * 86400, True),
         half_life_s=secs("prioritydecayhalflife", 7 * 86400, True),

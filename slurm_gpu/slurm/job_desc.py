@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from slurm_gpu import units
+from slurm_gpu.digits import is_digits
 from slurm_gpu.slurm.release import Version, as_version
 from slurm_gpu.slurm.sbatch import values as sv
 from slurm_gpu.slurm.sbatch.parse import Submission, parse_submission
@@ -68,7 +69,7 @@ def _strip_interactive(args: list[str]) -> list[str]:
         name = a[2:].split("=", 1)[0] if a.startswith("--") else None
         if name in _INTERACTIVE_ONLY:
             continue
-        if a[:2] in _INTERACTIVE_SHORT and (len(a) == 2 or a[2:].isdigit()):
+        if a[:2] in _INTERACTIVE_SHORT and (len(a) == 2 or is_digits(a[2:])):
             continue
         out.append(a)
     return out

@@ -20,6 +20,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from slurm_gpu.cpulist import parse_cpulist
+from slurm_gpu.digits import is_digits
 from slurm_gpu.hostlist import expand_hostlist
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.release import parse_sbatch_version
@@ -166,7 +167,7 @@ def parse_parsable(stdout: str) -> SubmitResult | None:
     first = text.splitlines()[-1] if text else ""
     job, _, cluster = first.partition(";")
     job = job.strip()
-    return SubmitResult(int(job), cluster.strip() or None) if job.isdigit() else None
+    return SubmitResult(int(job), cluster.strip() or None) if is_digits(job) else None
 
 
 def parse_test_only(stderr: str) -> TestOnlyResult:
@@ -179,17 +180,17 @@ def parse_test_only(stderr: str) -> TestOnlyResult:
         words = text.split()
         if len(words) >= 4 and words[0] == "Job" and "to start at" in text:
             message = text
-            job_id = int(words[1]) if words[1].isdigit() else None
+            job_id = int(words[1]) if is_digits(words[1]) else None
             start = words[words.index("at") + 1]
             if "using" in words:
                 value = words[words.index("using") + 1]
-                processors = int(value) if value.isdigit() else None
+                processors = int(value) if is_digits(value) else None
             if "nodes" in words:
                 nodes = words[words.index("nodes") + 1]
             if "partition" in words:
                 partition = words[words.index("partition") + 1]
         elif text.startswith("Preempts:"):
-            preempts = tuple(int(x) for x in text.split(":", 1)[1].replace(",", " ").split() if x.isdigit())
+            preempts = tuple(int(x) for x in text.split(":", 1)[1].replace(",", " ").split() if is_digits(x))
     return TestOnlyResult(job_id, start, processors, nodes, partition, preempts, message)
 
 
@@ -198,7 +199,7 @@ def exit_code(value: str | None) -> tuple[int | None, int | None]:
     if not value or ":" not in value:
         return None, None
     rc, _, sig = value.partition(":")
-    return (int(rc) if rc.isdigit() else None), (int(sig) if sig.isdigit() else None)
+    return (int(rc) if is_digits(rc) else None), (int(sig) if is_digits(sig) else None)
 
 
 def job_state_of(job_id: int, rec: Mapping[str, str]) -> JobState:
@@ -240,9 +241,9 @@ _SUFFIX = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
 
 
 def _count(text: str) -> int | None:
-    if text.isdigit():
+    if is_digits(text):
         return int(text)
-    if len(text) > 1 and text[:-1].isdigit() and text[-1].lower() in _SUFFIX:
+    if len(text) > 1 and is_digits(text[:-1]) and text[-1].lower() in _SUFFIX:
         return int(text[:-1]) * _SUFFIX[text[-1].lower()]
     return None
 
@@ -251,7 +252,7 @@ MAX_GRES_INDEX = 65535  # an IDX beyond it is not a device index: the item keeps
 
 
 def _indices(spec: str) -> frozenset[int] | None:
-    if any(int(n) > MAX_GRES_INDEX for n in re.findall(r"\d+", spec)):
+    if any(int(n) > MAX_GRES_INDEX for n in re.findall(r"[0-9]+", spec)):
         return None
     try:
         return frozenset(parse_cpulist(spec))
@@ -259,7 +260,7 @@ def _indices(spec: str) -> frozenset[int] | None:
         return None
 
 
-_SHARES = re.compile(r"\d+/\d+(?:,\d+/\d+)*\)?")
+_SHARES = re.compile(r"[0-9]+/[0-9]+(?:,[0-9]+/[0-9]+)*\)?")
 
 
 def _shares(paren: str) -> tuple[tuple[int, int], ...] | None:
@@ -335,7 +336,7 @@ class NodeRecord(NamedTuple):
 def _int(fields: Mapping[str, str], *keys: str) -> int:
     for key in keys:
         value = fields.get(key, "")
-        if value.isdigit():
+        if is_digits(value):
             return int(value)
     return 0
 
@@ -402,14 +403,14 @@ def job_gres(line: str) -> JobGres:
             names = [nodes_text] if "[" not in nodes_text and "," not in nodes_text else expand_hostlist(nodes_text)
             held.extend((node, gres) for node in names)
     # a pending job's NumNodes may be a range ("2-2", "2-4"): its minimum is what each node is asked for
-    m = re.match(r"\d+", fields.get("NumNodes", ""))
+    m = re.match(r"[0-9]+", fields.get("NumNodes", ""))
     nodes = (int(m.group(0)) if m else 0) or 1
     request = parse_gres_counts(fields.get("TresPerNode", ""))
     if not request:  # --gpus=N: per job, spread over its nodes
         request = tuple(item._replace(count=-(-item.count // nodes))
                         for item in parse_gres_counts(fields.get("TresPerJob", "")))
     if not request:  # per task and the rest: the job's TRES, typed items first, per node
-        tres = [(k[5:].split(":", 1), v) for k, v in job_tres(fields).items() if k.startswith("gres/") and v.isdigit()]
+        tres = [(k[5:].split(":", 1), v) for k, v in job_tres(fields).items() if k.startswith("gres/") and is_digits(v)]
         typed = [(kt, v) for kt, v in tres if len(kt) == 2]
         chosen = typed or [(kt, v) for kt, v in tres if len(kt) == 1 and not any(t[0][0] == kt[0] for t in typed)]
         request = tuple(GresCount(kt[0], kt[1] if len(kt) == 2 else None, -(-int(v) // nodes)) for kt, v in chosen)
@@ -433,7 +434,7 @@ def partition_gpu_defaults(text: str) -> dict[str, tuple[int, int]]:
         rec = parse_kv_line(line.strip())
         defaults = dict(item.split("=", 1) for item in rec.get("JobDefaults", "").split(",") if "=" in item)
         cpg, mpg = defaults.get("DefCpuPerGPU", ""), defaults.get("DefMemPerGPU", "")
-        out[rec["PartitionName"]] = (int(cpg) if cpg.isdigit() else 1, int(mpg) if mpg.isdigit() else 0)
+        out[rec["PartitionName"]] = (int(cpg) if is_digits(cpg) else 1, int(mpg) if is_digits(mpg) else 0)
     return out
 
 

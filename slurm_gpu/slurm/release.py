@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.plain import NamedTuple
 
 Version = tuple[int, int, int]  # (major, minor, micro): 22.05.8 -> (22, 5, 8); the one version type
@@ -23,7 +24,7 @@ def as_version(version: tuple[int, ...]) -> Version:
 def _leading_int(text: str) -> int:
     digits = ""
     for ch in text:
-        if not ch.isdigit():
+        if not is_digits(ch):
             break
         digits += ch
     return int(digits or 0)
@@ -33,7 +34,7 @@ def parse_sbatch_version(text: str) -> Version:
     """``"slurm 22.05.8"`` / ``"slurm-wlm 24.11.5"`` / ``"24.11.0-0rc1"`` -> (major, minor, micro)."""
     for word in (text or "").replace("-", " ").split():
         parts = word.split(".")
-        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+        if len(parts) >= 2 and is_digits(parts[0]) and is_digits(parts[1]):
             return int(parts[0]), int(parts[1]), _leading_int(parts[2]) if len(parts) > 2 else 0
     from slurm_gpu.errors import SlurmGpuError
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.units import UnitError, parse_time_seconds
 
 MAX_ROWS = 2_000_000  # rows read from one sacct answer (a year of a large site's jobs)
 _MEM_UNITS = {"": 1 << 20, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
-_MEM_RE = re.compile(r"^(\d{1,15}(?:\.\d{1,6})?)([KMGTP]?)[nc]?$", re.I)
-_GPU_TRES_RE = re.compile(r"(?:^|,)gres[/:]gpu(?::([A-Za-z0-9_.+-]{1,64}))?=(\d{1,9})(?=,|$)")
+_MEM_RE = re.compile(r"^([0-9]{1,15}(?:\.[0-9]{1,6})?)([KMGTP]?)[nc]?$", re.I)
+_GPU_TRES_RE = re.compile(r"(?:^|,)gres[/:]gpu(?::([A-Za-z0-9_.+-]{1,64}))?=([0-9]{1,9})(?=,|$)")
 UNTYPED = "gpu"  # the key of GPUs whose type sacct does not name
 
 
@@ -54,7 +55,7 @@ def sacct_seconds(text: str | None) -> float | None:
     if ":" not in whole:
         return None
     if frac:
-        if not frac.isdigit() or len(frac) > 6:
+        if not is_digits(frac) or len(frac) > 6:
             return None
         secs += int(frac) / 10 ** len(frac)
     return secs
@@ -74,7 +75,7 @@ def sacct_bytes(text: str | None) -> int | None:
 def sacct_time(text: str | None) -> float | None:
     """``2026-12-01T03:27:42`` (sacct's default format, read as UTC) -> epoch seconds; None for
     ``Unknown``, ``None`` or empty."""
-    if not text or not text[:1].isdigit():
+    if not text or not is_digits(text[:1]):
         return None
     try:
         return datetime.fromisoformat(text.strip()).replace(tzinfo=UTC).timestamp()

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import PolicyError, Rejected, SubmitError, TopologyError, UsageError, exit_code_for
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.policy.reader import policy_path
@@ -406,7 +407,7 @@ def recorded_checkpoint_cost(workdir: str) -> tuple[float, str] | None:
             for n, entry in enumerate(it):
                 if n >= MAX_CKPT_JOBS_SCANNED:
                     break
-                if entry.name.isdigit() and len(entry.name) <= 12 and entry.is_dir(follow_symlinks=False):
+                if is_digits(entry.name) and len(entry.name) <= 12 and entry.is_dir(follow_symlinks=False):
                     ids.append(int(entry.name))
         for job in sorted(ids, reverse=True)[:CKPT_JOBS_READ]:
             listing = store.read_markers(os.path.join(base, str(job)), expected_uid=os.getuid(),
@@ -527,6 +528,8 @@ def make_backend(env: Mapping[str, str]) -> SbatchCli:
 
     raw = env.get("GPUSUB_TIMEOUT_S")
     try:
+        if raw and not raw.isascii():  # float() reads other scripts' digits
+            raise ValueError
         timeout_s = float(raw) if raw else DEFAULT_TIMEOUT_S
     except ValueError:
         raise UsageError(f"GPUSUB_TIMEOUT_S={raw}: not a number of seconds (e.g. 15)") from None

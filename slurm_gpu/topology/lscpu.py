@@ -30,7 +30,7 @@ class CpuLayout:
 def parse_lscpu(text: str, source: str = "lscpu") -> CpuLayout:
     """Either format; ``lscpu -p`` is recognised by its ``# CPU,Core,...`` header or CSV rows."""
     lines = text.splitlines()
-    if any(re.match(r"^#\s*CPU,", ln) for ln in lines) or any(re.match(r"^\d+,", ln) for ln in lines):
+    if any(re.match(r"^#\s*CPU,", ln) for ln in lines) or any(re.match(r"^[0-9]+,", ln) for ln in lines):
         return _parse_parsable(lines, source)
     return _parse_plain(lines, source)
 
@@ -103,7 +103,7 @@ def _parse_plain(lines: list[str], source: str) -> CpuLayout:
         if key in _KEYS and _KEYS[key] not in vals:
             vals[_KEYS[key]] = value
             lines_of[_KEYS[key]] = lineno
-        m = re.match(r"^NUMA node(\d{1,5}) CPU\(s\)$", key)
+        m = re.match(r"^NUMA node([0-9]{1,5}) CPU\(s\)$", key)
         if m:
             numa[int(m.group(1))] = checked_cpulist(value, f"{source}:{lineno}", key)
             numa_line[int(m.group(1))] = lineno

@@ -28,13 +28,13 @@ if TYPE_CHECKING:
 
 # Link relations from `nvidia-smi topo -m`, best first. "NV#" is a bonded set of # NVLinks.
 PCIE_RELATIONS: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
-_NV = re.compile(r"^NV(\d{1,3})$")
-RELATION = re.compile(r"^(X|NV\d{1,3}|PIX|PXB|PHB|NODE|SYS|SOC)$")  # what a topo -m matrix cell may say
+_NV = re.compile(r"^NV([0-9]{1,3})$")
+RELATION = re.compile(r"^(X|NV[0-9]{1,3}|PIX|PXB|PHB|NODE|SYS|SOC)$")  # what a topo -m matrix cell may say
 
 
 MAX_CPUS = 0x8000  # Slurm's MAX_CPUS (gpu_nvml.c); a larger cpu id means a corrupt capture
 MAX_GPUS = 1024  # GPU indexes and device columns beyond this mean a corrupt or hostile input
-_CPU_ITEM = re.compile(r"(\d{1,6})(?:-(\d{1,6}))?")
+_CPU_ITEM = re.compile(r"([0-9]{1,6})(?:-([0-9]{1,6}))?")
 _IDS = tuple(range(MAX_CPUS))  # shared int objects: large affinity lists cost 8 bytes per cpu
 
 

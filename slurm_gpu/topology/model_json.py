@@ -28,7 +28,7 @@ from slurm_gpu.topology.model import (
 )
 
 _MAX_ID = 1 << 20  # NUMA node, socket and core ids; larger means a corrupt file
-_LABEL = re.compile(r"(GPU|NIC)\d{1,5}")
+_LABEL = re.compile(r"(GPU|NIC)[0-9]{1,5}")
 _MAX_TEXT = 4096
 
 # field -> kind: "int" (>= 0), "int?" (int or null), "str", "str?", "bool", "ints" (list of ints),

@@ -42,7 +42,7 @@ from slurm_gpu.topology.model import (
 _ANSI = re.compile(r"\x1b?\[[0-9;]{0,8}m")  # web pastes keep "[4m" but lose the ESC byte
 _TAIL = {"CPU Affinity": "cpu", "NUMA Affinity": "numa", "GPU NUMA ID": "gpu_numa"}
 _HEADER_TOKEN = re.compile(r"CPU\s+Affinity|NUMA\s+Affinity|GPU\s+NUMA\s+ID|\S+")
-_GPU = re.compile(r"^GPU(\d+)$")
+_GPU = re.compile(r"^GPU([0-9]+)$")
 _AFFINITY_BUDGET = 4 * MAX_CPUS
 
 
@@ -138,7 +138,7 @@ def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> SmiTable
         if _GPU.match(d):
             _gpu_index(d, f"{source}:{hline}")
         else:
-            nic_labels[d] = d if re.fullmatch(r"NIC\d{1,4}", d) else f"NIC{len(nic_labels)}"
+            nic_labels[d] = d if re.fullmatch(r"NIC[0-9]{1,4}", d) else f"NIC{len(nic_labels)}"
     cells: dict[str, dict[str, str]] = {}
     gpus: list[SmiGpu] = []
     parsed: dict[str, tuple[int, ...]] = {}  # identical affinity cells share one tuple
@@ -258,7 +258,7 @@ def _text_rows(lines: list[str], hdr_at: int, source: str) -> tuple[list[str], l
             continue
         if tokens[0].rstrip(":") == "Legend" or tokens[:2] == ["NIC", "Legend:"]:
             break
-        if tokens[0] not in labels and not re.fullmatch(r"(GPU|NIC)\d+", tokens[0]):
+        if tokens[0] not in labels and not re.fullmatch(r"(GPU|NIC)[0-9]+", tokens[0]):
             break
         seen.add(tokens[0])
         rows.append((i + 1, tokens[0], tokens[1 : 1 + ndev], tokens[1 + ndev :]))
@@ -298,7 +298,7 @@ def _nic_legend(lines: list[str]) -> dict[str, str]:
         if ln.strip() == "NIC Legend:":
             in_legend = True
             continue
-        m = re.match(r"^\s*(NIC\d+):\s*(\S+)\s*$", ln)
+        m = re.match(r"^\s*(NIC[0-9]+):\s*(\S+)\s*$", ln)
         if in_legend and m:
             out[m.group(1)] = m.group(2)
     return out

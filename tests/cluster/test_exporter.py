@@ -141,6 +141,26 @@ def test_cli_writes_by_rename(tmp_path):
     assert p.returncode == 0 and "slurm_gpu_nodes" not in (out / "slurm_gpu.prom").read_text()
 
 
+def test_cli_skips_what_json_cannot_hold_with_one_line(tmp_path):
+    """A line nested past the recursion limit (json's RecursionError) and numbers too large for a float
+    (4,000 digits: OverflowError in the metrics) were tracebacks; now the record is skipped or its value
+    dropped, with one line on stderr, and the good records are exported."""
+    stats = tmp_path / "gpu-jobs.jsonl"
+    big = "9" * 4000
+    huge = '{"job_id": 5, "node": "n", "gpu_index": 0, "gpu_util_pct": ' + big + ', "start": 0, "end": ' + big + "}"
+    stats.write_text(json.dumps(RECORDS[0]) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n" + huge + "\n"
+                     + '{"job_id": 6, "a": ' + "[" * 5000 + "]" * 5000 + "}\n")
+    out = tmp_path / "textfile"
+    out.mkdir()
+    p = run("--textfile", str(out), "--no-cluster", "--stats", str(stats))
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    (line,) = p.stderr.splitlines()
+    assert f"{stats}: 2 record(s) skipped, nested too deeply" in line and "line 2)" in line
+    s = parse_exposition((out / "slurm_gpu.prom").read_text())
+    assert s[("slurm_gpu_job_gpu_utilization_ratio", (("gpu", "0"), ("jobid", "1184"), ("node", "h100n1")))] == 0.925
+    assert ("slurm_gpu_job_gpu_utilization_ratio", (("gpu", "0"), ("jobid", "5"), ("node", "n"))) not in s
+
+
 @pytest.mark.parametrize("args", [["--textfile", "/nonexistent/dir", "--no-cluster"],
                                   ["--textfile", "/tmp", "--no-cluster", "--stats", "/dev/zero"],
                                   ["--textfile", "/tmp", "--no-cluster", "--stats", "/nonexistent.jsonl"]])

@@ -71,6 +71,23 @@ def test_wrong_shapes_are_none():
     assert decode(_raw({"v": 1, "n": {"a": [[0, 5, None, 2, 3, 4]]}})) is not None  # the control case
 
 
+def test_numbers_and_nesting_past_python_s_limits_are_none():
+    """A 4,000-digit integer (under Python's 4,300-digit string limit: json reads it) in each field made
+    float() raise OverflowError; 5,000 digits make json raise ValueError; nesting past the recursion
+    limit, RecursionError. The decoder never raises."""
+    big = int("9" * 4000)
+    bad = [_raw({"v": 1, "n": {"a": [[0, 5, 1, 2, 3, 4][:k] + [big] + [0, 5, 1, 2, 3, 4][k + 1:]]}}) for k in range(6)]
+    bad += [_raw({"v": 1, "n": {"a": [[0, 5, 1, 2, 3, 4]]}, "x": big}),
+            PREFIX + base64.b32encode(zlib.compress(b'{"v":1,"n":{"a":[[0,' + b"9" * 5000 + b',1,2,3,4]]}}')).decode(),
+            PREFIX + base64.b32encode(zlib.compress(b"[" * 200_000)).decode(),
+            PREFIX + base64.b32encode(zlib.compress(b'{"v":1,"n":{"a":[[0,1e999,1,2,3,4]]}}')).decode()]
+    assert [decode(b) for b in bad] == [None] * len(bad)
+    assert merge(bad[1], "n1", []) is None  # not ours to overwrite either
+    rec = {"gpu_index": big, "gpu_util_pct": big, "mem_util_pct": -big, "max_memory_bytes": big, "energy_j": big,
+           "start": 0, "end": big}
+    assert decode(encode({"n1": [rec]})).nodes == {"n1": ((None,) * 6,)}  # the hooks' side: never a crash either
+
+
 def test_zip_bomb_and_too_many_gpus_are_refused():
     bomb = PREFIX + base64.b32encode(zlib.compress(b'{"v":1,"n":{},"pad":"' + b"a" * (8 << 20) + b'"}')).decode()
     assert len(bomb) < MAX_TEXT and decode(bomb) is None

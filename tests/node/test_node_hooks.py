@@ -243,23 +243,39 @@ def sleeper():
 
 def test_leftover_process_is_killed_and_others_left_alone(hooks: Hooks, sleeper):
     ok(hooks.run("prolog"))
+    ok(hooks.run("prolog", SLURM_JOB_ID="999", SLURM_JOB_GPUS="2", CUDA_VISIBLE_DEVICES="2"))  # shares GPU 2
     mine, stubborn, other = sleeper(job=str(JOB)), sleeper(ignore_term=True), sleeper()
-    sharer = sleeper(job="999")  # another job on the same GPU (shards, MPS): not a leftover
-    hooks.set_gpu(2, "processes", f"{mine.pid}:100:0:0 {stubborn.pid}:10:0:0 {sharer.pid}:5:0:0")
+    sharer = sleeper(job="999")  # job 999's process on GPU 2 (shards, MPS; no cgroups here): not a leftover
+    # processes in no job's cgroup whose environment names another job: job 1 runs nowhere here, job 999
+    # does not hold GPU 3. Before: "belongs to job 1; left alone", and they kept the GPU into the next job
+    forger, misplaced = sleeper(job="1"), sleeper(job="999")
+    hooks.set_gpu(2, "processes", f"{mine.pid}:100:0:0 {stubborn.pid}:10:0:0 {sharer.pid}:5:0:0 {forger.pid}:5:0:0")
+    hooks.set_gpu(3, "processes", f"{misplaced.pid}:5:0:0")
     hooks.set_gpu(5, "processes", f"{other.pid}:100:0:0")  # another job's GPU
     # their parent reaps them as they die (slurmstepd would): a dead child is no zombie for the stand-in
     ended: dict[int, int] = {}
-    reapers = [threading.Thread(target=lambda p=p: ended.__setitem__(p.pid, p.wait())) for p in (mine, stubborn)]
+    reapers = [threading.Thread(target=lambda p=p: ended.__setitem__(p.pid, p.wait()))
+               for p in (mine, stubborn, forger, misplaced)]
     for t in reapers:
         t.start()
     err = ok(hooks.run("epilog"))
     for t in reapers:
         t.join(10)
-    assert ended == {mine.pid: -signal.SIGTERM, stubborn.pid: -signal.SIGKILL}
+    assert ended == {mine.pid: -signal.SIGTERM, stubborn.pid: -signal.SIGKILL, forger.pid: -signal.SIGTERM,
+                     misplaced.pid: -signal.SIGTERM}
     assert other.poll() is None and sharer.poll() is None
-    assert f"process {sharer.pid} belongs to job 999; left alone" in err
+    assert f"process {sharer.pid} belongs to job 999 (running here on this GPU); left alone" in err
+    for pid, job in ((forger.pid, 1), (misplaced.pid, 999)):
+        assert f"process {pid} claims job {job} (SLURM_JOB_ID), which does not hold this GPU here" in err
+        assert f"leftover process {pid}: sending SIGTERM" in err
     assert f"leftover process {mine.pid}: sending SIGTERM" in err
     assert hooks.drains() == []
+    reaper = threading.Thread(target=lambda: ended.__setitem__(sharer.pid, sharer.wait()))
+    reaper.start()
+    err = ok(hooks.run("epilog", SLURM_JOB_ID="999", SLURM_JOB_GPUS="2", CUDA_VISIBLE_DEVICES="2"))
+    reaper.join(10)
+    assert ended[sharer.pid] == -signal.SIGTERM  # job 999's own epilog: its leftover
+    assert "job 999: GPU 2 (00000000:" in err and f"leftover process {sharer.pid}: sending SIGTERM" in err
 
 
 def test_leftover_that_survives_sigkill_drains(hooks: Hooks):

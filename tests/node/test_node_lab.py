@@ -176,12 +176,15 @@ def test_mps_job_sees_its_pipe_directory_and_no_daemon_is_left(nlab: NodeLab):
     assert not Path(pipe).parent.exists()
 
 
-def test_leftover_process_is_killed(nlab: NodeLab):
+@pytest.mark.parametrize("claim", ["", "env SLURM_JOB_ID=$((SLURM_JOB_ID + 1000)) "], ids=["own-job", "forged-job-id"])
+def test_leftover_process_is_killed(nlab: NodeLab, claim: str):
+    """The leftover keeps the job's SLURM_JOB_ID, or claims another job's (one that holds no GPU here;
+    the lab tracks processes without cgroups). Before: the forged one was "left alone"."""
     nlab.give_driver("h100n1")
-    d = nlab.workdir("leftover")
+    d = nlab.workdir("leftover" + ("-forged" if claim else ""))
     job = nlab.sbatch(["-w", "h100n1", "--gpus=h100:1", "--wrap",
-                       "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > pid; echo $SLURM_JOB_GPUS > gpus; "
-                       "while [ ! -e go ]; do sleep 0.1; done"], d)
+                       f"setsid {claim}sleep 300 </dev/null >/dev/null 2>&1 & echo $! > pid; "
+                       "echo $SLURM_JOB_GPUS > gpus; while [ ! -e go ]; do sleep 0.1; done"], d)
     pid = int(_poll(lambda: (d / "pid").exists() and (d / "pid").read_text().strip()))
     gpu = int(_poll(lambda: (d / "gpus").exists() and (d / "gpus").read_text().strip()))
     text = nlab.state_file("h100n1").read_text()

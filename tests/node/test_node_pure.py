@@ -122,5 +122,16 @@ def test_owner_job_of_a_process():
     assert health.job_of_cgroup("5:devices:/slurm_node2/uid_2002/job_7/step_batch\n4:cpu:/\n") == 7
     assert health.job_of_cgroup("0::/user.slice/user-1001.slice/session-3.scope\n") is None
     assert health.job_of_cgroup("0::/job_x/\n") is None
+    assert health.job_of_cgroup("0::/system.slice/h100n1_slurmstepd.scope/job_18/step_extern\n") == 18
+    assert health.job_of_cgroup("4:freezer:/slurm/uid_1001/job_19/step_0/task_0\n") == 19
+    # where a user can make cgroups (systemd delegates user@U.service's subtree) or name them: no job
+    for text in ("0::/user.slice/user-1001.slice/user@1001.service/app.slice/job_999/\n",
+                 "0::/user.slice/user-1001.slice/user@1001.service/system.slice/slurmstepd.scope/job_999\n",
+                 "1:name=systemd:/user.slice/user-1001.slice/user@1001.service/slurm/uid_1/job_999\n",
+                 "0::/system.slice/other.scope/job_999\n", "0::/job_999/step_0\n", "0::/slurm/job_999/\n",
+                 "0::/system.slice/slurmstepd.scope/job_\u0663/\n",
+                 "0::/system.slice/slurmstepd.scope/job_99999999999/"):
+        assert health.job_of_cgroup(text) is None, text
     assert health.job_of_environ(b"PATH=/bin\0SLURM_JOB_ID=4242\0X=1") == 4242
     assert health.job_of_environ(b"SLURM_JOB_IDX=1\0SLURM_JOB_ID=\0") is None
+    assert health.job_of_environ("SLURM_JOB_ID=\u0663".encode()) is None

@@ -75,3 +75,30 @@ def test_an_output_that_cannot_be_written_exits_2(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--trace", str(tmp_path / "t.csv"),
                                    "--out", str(tmp_path / "file" / "sub")])
     assert res.exit_code == 2 and "cannot write" in res.output
+
+
+def test_csv_outputs_hold_no_spreadsheet_formulas(tmp_path: Path) -> None:
+    """Job ids from the trace that a spreadsheet would run (=, +, -, @, tab, CR first) come out with a
+    single quote in front (OWASP); a negative number stays a number. Before: ``=cmd|' /C calc'!A0`` as is."""
+    ids = ["=cmd|' /C calc'!A0", "+SUM(1+1)", "-2+3", "@A1", "-5", "7"]  # (the reader strips tabs and CRs)
+    lines = TRACE.splitlines()[:1] + [
+        f'"{i}",u,{8 if n < 4 else 0},1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:00,2020-04-01 01:00:00,60,0'
+        for n, i in enumerate(ids)]
+    (tmp_path / "t.csv").write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--trace", str(tmp_path / "t.csv"),
+                                   "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    jobs = [r["job_id"] for r in csv.DictReader((tmp_path / "out" / "jobs.csv").read_text().splitlines())]
+    assert jobs == ["'" + i for i in ids[:4]]
+    rejected = [r["job_id"] for r in csv.DictReader((tmp_path / "out" / "rejected.csv").read_text().splitlines())]
+    assert rejected == ["-5", "7"]  # CPU-only: no job class; plain numbers, unquoted
+
+
+def test_the_csv_cell_rule() -> None:
+    from slurm_gpu.csv_cells import cell, unquote
+
+    for text in ("=1+2", "+1+2", "-1+2", "@SUM(A1)", "\t=1", "\r=1", "-", "+", "=", "-inf", "-nan", "--5"):
+        assert cell(text) == "'" + text and unquote(cell(text)) == text
+    for value in ("-5", "+5", "-1.5", "-.5", "1e9", "-2E-3", "abc", "", "'=x", 5, -5, None, 1.5):
+        assert cell(value) == value
+    assert unquote("'abc") == "'abc"  # only what cell() added comes off

@@ -279,7 +279,7 @@ def env_events(env: Mapping[str, str], version: Version | None) -> list[Event]:
             value = env[var]
         elif kind == "none":
             text = value
-            on = text == "" or text.lower() == "yes" or (re.fullmatch(r"[+-]?\d+", text) and int(text) != 0)
+            on = text == "" or text.lower() == "yes" or (re.fullmatch(r"[+-]?[0-9]+", text) and int(text) != 0)
             value = None if on else RESET
         elif kind == "optional" and value == "":
             value = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.plain import NamedTuple
 
 GPUS_FORMS = "N or TYPE:N, comma separated (e.g. 2, a100:2)"
@@ -32,7 +33,7 @@ def _bad(text: str, forms: str) -> ValueError:
 def parse_count(text: str, minimum: int = 0) -> int:
     """A whole number >= ``minimum`` (task, CPU and GPU counts)."""
     t = text.strip()
-    if not t.isdigit() or int(t) < minimum:
+    if not is_digits(t) or int(t) < minimum:
         raise _bad(text, COUNT_FORMS.format(minimum))
     return int(t)
 
@@ -41,7 +42,7 @@ def parse_nodes_range(text: str) -> tuple[int, int]:
     """``--nodes`` as (minimum, maximum): ``N`` -> (N, N), ``MIN-MAX`` -> (MIN, MAX), a size list
     (``1,2,4``, ``2-8:2``) -> (smallest, largest)."""
     t = text.strip()
-    if not re.fullmatch(r"\d{1,9}(-\d{1,9})?(:\d{1,9})?(,\d{1,9}(-\d{1,9})?(:\d{1,9})?)*", t):
+    if not re.fullmatch(r"[0-9]{1,9}(-[0-9]{1,9})?(:[0-9]{1,9})?(,[0-9]{1,9}(-[0-9]{1,9})?(:[0-9]{1,9})?)*", t):
         raise _bad(text, NODES_FORMS)
     lows, highs = [], []
     for part in t.split(","):
@@ -63,7 +64,7 @@ class GpuCount(NamedTuple):
     count: int  # type: ignore[assignment]  # Slurm's word; hides tuple.count, which nothing uses
 
 
-_COUNT_RE = r"^(\d+)([kKmMgG])?$"
+_COUNT_RE = r"^([0-9]+)([kKmMgG])?$"
 
 
 def _gres_count(text: str) -> int:
@@ -128,7 +129,7 @@ def parse_gres(text: str, version: tuple[int, ...] | None = None) -> tuple[GresI
             elif len(bits) == 2:
                 if re.match(_COUNT_RE, bits[1]):
                     items.append(GresItem(bits[0], None, _gres_count(bits[1])))
-                elif bits[1] and (not bits[1][0].isdigit() or digit_type_ok):
+                elif bits[1] and (not is_digits(bits[1][0]) or digit_type_ok):
                     items.append(GresItem(bits[0], bits[1], 1))
                 elif bits[1]:  # Slurm reads "gpu:1g.10gb" as a count ("1g") and refuses the rest
                     raise _bad(text, f"{GRES_FORMS}; a type that starts with a digit needs its count "
@@ -163,7 +164,7 @@ def parse_tres(text: str) -> tuple[GresItem, ...]:
 
 
 _BIND_RE = (
-    r"^(verbose,)?(closest|none|(single|per_task):\d+|(map_gpu|map|mask_gpu|mask):[0-9A-Fa-fx*,]+)$"
+    r"^(verbose,)?(closest|none|(single|per_task):[0-9]+|(map_gpu|map|mask_gpu|mask):[0-9A-Fa-fx*,]+)$"
 )
 
 
@@ -193,11 +194,11 @@ class ArraySpec(NamedTuple):
 def parse_array(text: str) -> ArraySpec:
     """``--array=0-15%4`` style specs."""
     spec, pct, limit = text.strip().partition("%")
-    if pct and not limit.isdigit():
+    if pct and not is_digits(limit):
         raise _bad(text, ARRAY_FORMS)
     ids: list[int] = []
     for part in spec.split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+))?)?", part)
+        m = re.fullmatch(r"([0-9]+)(?:-([0-9]+)(?::([0-9]+))?)?", part)
         if not m:
             raise _bad(text, ARRAY_FORMS)
         lo = int(m.group(1))
@@ -245,6 +246,8 @@ def parse_gpu_fraction(text: str) -> float:
     """Part of one GPU: ``0.25``, ``1/7`` or ``30%`` -> a float strictly between 0 and 1."""
     t = text.strip()
     try:
+        if not t.isascii():  # float() reads other scripts' digits ("٠٫٥")
+            raise ValueError
         if t.endswith("%"):
             value = float(t[:-1]) / 100
         elif "/" in t:
