@@ -33,7 +33,6 @@ EDGES = {
     "node/steps.py": "the hooks' steps: leftover kill, health, job map, NVML accounting",
     "node/share_steps.py": "the MIG and MPS steps: NVML changes and the per-job MPS daemon",
     "node/summary.py": "the job summary stored in AdminComment (sacct/sacctmgr, a detached helper)",
-    "node/files.py": "root's files on the node: walked directories, no symlink followed, one Log",
     "node/agent.py": "the per-node hook agent (a Unix socket, fork per run)",
     "node/epilog_ctld.py": "the EpilogSlurmctld run: scontrol, the markers, the log",
     "node/install.py": "slurm-gpu admin install/check: writes the shims, hooks.conf and units",
@@ -46,7 +45,6 @@ EDGES = {
     "cli/": "Click verbs: parse, call the core, print",
     "lab/": "runs the local Slurm lab (daemons, config files, clients)",
     "policy/reader.py": "the one bounded reader of policy files (no FIFO hang, size limit)",
-    "policy/cache.py": "the per-user cache of parsed policies under $XDG_CACHE_HOME",
     "policy/schema.py": "the `python -m slurm_gpu.policy.schema --write/--check` generator of the shipped schema",
     "topology/loader.py": "the one bounded reader of topology files and descriptors",
     "checkpoint/job.py": "the job's side of the checkpoint protocol: environment, stop signal, marker store",
@@ -188,7 +186,7 @@ EDGE_PACKAGES = ("slurm_gpu.adapters", "slurm_gpu.cli", "slurm_gpu.lab")
 # the feature packages' own edge modules (EDGES entries that are files), as dotted names
 # The bounded readers inside core packages (policy files, topology files, the checkpoint store) are
 # called by the core on purpose; every other edge file is a feature's own I/O, which no core module imports.
-CORE_READERS = ("policy/reader.py", "policy/cache.py", "policy/schema.py", "topology/loader.py", "checkpoint/job.py")
+CORE_READERS = ("policy/reader.py", "policy/schema.py", "topology/loader.py", "checkpoint/job.py")
 EDGE_MODULES = tuple("slurm_gpu." + e[:-3].replace("/", ".") for e in EDGES
                      if e.endswith(".py") and e not in CORE_READERS)
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from slurm_gpu.adapters.trusted_path import UntrustedPath, open_dir
+from slurm_gpu.adapters import fs
 from slurm_gpu.digits import is_digits
 from slurm_gpu.sharing import mig as M
 from slurm_gpu.sharing import mps as P
@@ -299,14 +299,13 @@ def _restore_modes(prev: dict[int, int], timeout_s: float) -> None:
 # ---- MPS --------------------------------------------------------------------------------------
 
 def _open_base(base: str) -> int:
-    """The base directory's descriptor; created root-owned 0755 if missing, refused if others can write it."""
-    os.makedirs(base, mode=0o755, exist_ok=True)
-    fd = open_dir(base)
-    st = os.fstat(fd)
-    if st.st_mode & 0o022 or (os.geteuid() == 0 and st.st_uid != 0):
-        os.close(fd)
-        raise SetupFailed(f"MPS base directory {base} must be owned by root and writable by nobody else")
-    return fd
+    """The base directory's descriptor; created root-owned 0755 if missing, refused if others can write
+    it or a directory above it (slurm_gpu/adapters/fs.py open_dir)."""
+    try:
+        return fs.open_dir(base, create=True, mode=0o755)
+    except fs.Untrusted as exc:
+        raise SetupFailed(f"MPS base directory {base} must be owned by root and writable by nobody else: "
+                          f"{exc.strerror or exc}") from None
 
 
 def _make_dirs(p: P.MpsPlan, uid: int, gid: int) -> int:
@@ -414,12 +413,11 @@ def stop_mps(p: P.MpsPlan, mps_control: str = "nvidia-cuda-mps-control", path: s
 
     def work() -> Outcome:
         try:
-            job_fd = open_dir(p.job_dir)
+            job_fd = fs.open_dir(p.job_dir, trust=fs.LINKS)
         except FileNotFoundError:
             return ok()
         try:
-            with os.fdopen(os.open("state.json", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=job_fd)) as fh:
-                saved = json.loads(fh.read(1 << 16))
+            saved = json.loads(fs.read_capped(job_fd, "state.json", limit=1 << 16, trusted=True) or b"")
             uid, gid = int(saved["uid"]), int(saved["gid"])
             modes = {int(i): int(m) for i, m in saved["modes"].items()}
         except FileNotFoundError:  # the set-up stopped before it changed a compute mode or started the daemon
@@ -454,7 +452,7 @@ def stop_mps(p: P.MpsPlan, mps_control: str = "nvidia-cuda-mps-control", path: s
 
 
 def _remove_job_dir(p: P.MpsPlan) -> None:
-    base_fd = open_dir(os.path.dirname(p.job_dir))
+    base_fd = fs.open_dir(os.path.dirname(p.job_dir), trust=fs.LINKS)
     try:
         shutil.rmtree(os.path.basename(p.job_dir), dir_fd=base_fd)
     finally:
@@ -462,4 +460,4 @@ def _remove_job_dir(p: P.MpsPlan) -> None:
 
 
 __all__ = ["DEFAULT_TIMEOUT_S", "SetupFailed", "setup_mig", "restore_mig", "read_mig", "mig_uuids", "start_mps",
-           "stop_mps", "UntrustedPath"]
+           "stop_mps"]

@@ -8,7 +8,8 @@ expected user (the current user; the job's user when a controller hook reads as 
 most 64 KiB, opened without blocking (a FIFO cannot hang the reader), and valid by
 :func:`slurm_gpu.checkpoint.markers.parse_marker`. Anything else is skipped with one warning line and
 never crashes the reader. Writing: a temporary file in the same directory, fsync, rename over the
-marker's name, fsync of the directory.
+marker's name, fsync of the directory. The directory, the reads and the writes are
+slurm_gpu/adapters/fs.py's (open_dir, read_capped, write_atomic).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from slurm_gpu.adapters import fs
 from slurm_gpu.checkpoint.markers import (
     MAX_MARKER_BYTES,
     STALE_TEMP_S,
@@ -29,7 +31,6 @@ from slurm_gpu.checkpoint.markers import (
     is_temp_name,
     parse_marker,
     parse_name,
-    temp_name,
     to_json,
 )
 from slurm_gpu.plain import Record, record
@@ -56,72 +57,39 @@ class Listing(Record):
     stale: tuple[str, ...] = ()  # temporary files of killed writers (the user's, over an hour old)
 
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
 @contextmanager
-def open_dir(path: str, create: bool = False, expected_uid: int | None = None) -> Iterator[int]:
-    """A descriptor of the marker directory (its last component may not be a symlink). ``create``: make
-    it (and its parents) first, mode 0755 less the umask. When ``expected_uid`` is another user than
-    ours, the directory must be owned by that user."""
-    if create:
-        os.makedirs(path, mode=0o755, exist_ok=True)
+def open_dir(path: str | int, create: bool = False, expected_uid: int | None = None,
+             trust: str = fs.CALLER) -> Iterator[int]:
+    """A descriptor of the marker directory (slurm_gpu/adapters/fs.py open_dir: its last component may
+    not be a symlink; run by root, ``trust`` decides). ``create``: make it (and its parents) first. When
+    ``expected_uid`` is another user than ours, the directory must be owned by that user. A descriptor
+    given as ``path`` is used as it is (the caller walked to it and checked it)."""
+    if isinstance(path, int):
+        yield path
+        return
+    uid = expected_uid if expected_uid is not None and expected_uid != os.geteuid() else None
+    fd = fs.open_dir(path, create=create, trust=trust, uid=uid, follow_last=False)
     try:
-        fd = os.open(path, _DIR_FLAGS)
-    except OSError as exc:  # O_DIRECTORY|O_NOFOLLOW on a symlink: ENOTDIR or ELOOP
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(os.lstat(path).st_mode):
-            raise OSError(errno.ELOOP, f"{path} is a symlink; the checkpoint directory must be a directory") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if expected_uid is not None and expected_uid != os.geteuid() and st.st_uid != expected_uid:
-            raise PermissionError(errno.EPERM, f"{path} is owned by uid {st.st_uid}, not {expected_uid}")
         yield fd
     finally:
         os.close(fd)
 
 
-def _open_ours(dir_fd: int, name: str, uid: int) -> int:
-    """A descriptor of the marker file when it is a regular file of ``uid`` with one link (never through a
-    symlink, never blocking); MarkerError or OSError saying why it does not count."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise MarkerError("a symlink (never followed)") from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise MarkerError("not a regular file")
-        if st.st_uid != uid:
-            raise MarkerError(f"owned by uid {st.st_uid}, not {uid}")
-        if st.st_nlink != 1:
-            raise MarkerError(f"has {st.st_nlink} hard links, not 1")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+def _why(exc: OSError, name: str) -> str:
+    """fs's reason without the file's name: "not a regular file (a FIFO)", "owned by uid 0, not 1001"."""
+    why = str(exc.strerror or exc).removeprefix(name + " ").removeprefix("is ").removesuffix("; refused")
+    return "a symlink (never followed)" if exc.errno == errno.ELOOP else why
 
 
-def _read_capped(fd: int) -> bytes:
-    """At most MAX_MARKER_BYTES + 1 bytes (one more than a marker may have: parse_marker refuses it)."""
-    chunks, size = [], 0
-    while size <= MAX_MARKER_BYTES:
-        chunk = os.read(fd, MAX_MARKER_BYTES + 1 - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
-
-
-def read_markers(path: str, expected_uid: int | None = None, warn: Warn = warn_stderr) -> Listing:
-    """The markers of a directory. A missing directory is empty; an unreadable one is a warning and empty."""
+def read_markers(path: str | int, expected_uid: int | None = None, warn: Warn = warn_stderr) -> Listing:
+    """The markers of a directory (a path, or a descriptor the caller opened: ``.`` in the warnings).
+    A missing directory is empty; an unreadable one is a warning and empty. Root reads a user's
+    directory without following the user's symlinks (fs.LINKS)."""
     uid = os.geteuid() if expected_uid is None else expected_uid
+    label = "." if isinstance(path, int) else path
     try:
-        with open_dir(path, expected_uid=expected_uid) as dfd:
-            return _scan(dfd, path, uid, warn)
+        with open_dir(path, expected_uid=expected_uid, trust=fs.LINKS if os.geteuid() == 0 else fs.CALLER) as dfd:
+            return _scan(dfd, label, uid, warn)
     except FileNotFoundError:
         return Listing()
     except OSError as exc:
@@ -145,12 +113,14 @@ def _scan(dfd: int, path: str, uid: int, warn: Warn) -> Listing:
                     stale.append(entry.name)
                 continue
             try:
-                fd = _open_ours(dfd, entry.name, uid)
+                try:  # a regular file of the user's with one link, at most MAX_MARKER_BYTES, never blocking
+                    raw = fs.read_capped(dfd, entry.name, limit=MAX_MARKER_BYTES, uid=uid, one_link=True)
+                except fs.Untrusted as exc:
+                    if exc.errno == errno.EFBIG:  # checked last: the file is the user's
+                        owned.append((entry.name, parsed[0]))
+                    raise MarkerError(_why(exc, entry.name)) from None
+                assert raw is not None
                 owned.append((entry.name, parsed[0]))  # ours: pruning may delete it, valid or not
-                try:
-                    raw = _read_capped(fd)
-                finally:
-                    os.close(fd)
                 markers.append(parse_marker(raw, entry.name))
             except MarkerError as exc:
                 warn(f"marker {os.path.join(path, entry.name)} ignored: {exc}")
@@ -170,27 +140,9 @@ def _stale(entry: os.DirEntry[str], uid: int, now: float) -> bool:
 def write_marker(path: str, marker: Marker) -> str:
     """Write the marker atomically into the directory (made when missing); returns the file's path."""
     data = to_json(marker)
-    name = marker.name
-    tmp = temp_name(name, os.getpid(), os.urandom(4).hex())
     with open_dir(path, create=True) as dfd:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
-        try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=dfd)
-            except OSError:
-                pass
-            raise
-        os.fsync(dfd)
-    return os.path.join(path, name)
+        fs.write_atomic(dfd, marker.name, data, mode=0o644, sync=True, what=path)  # temp_name's form
+    return os.path.join(path, marker.name)
 
 
 def remove_markers(path: str, names: list[str], warn: Warn = warn_stderr) -> list[str]:
@@ -205,10 +157,8 @@ def remove_markers(path: str, names: list[str], warn: Warn = warn_stderr) -> lis
                 if parse_name(name) is None and not is_temp_name(name):  # only ever marker files
                     continue
                 try:
-                    os.unlink(name, dir_fd=dfd)
-                    done.append(name)
-                except FileNotFoundError:
-                    pass
+                    if fs.remove(dfd, name):
+                        done.append(name)
                 except OSError as exc:
                     warn(f"could not prune {os.path.join(path, name)}: {exc.strerror or exc}")
             if done:

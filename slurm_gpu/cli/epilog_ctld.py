@@ -73,10 +73,11 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> int:
     if opts.get("help"):
         print(USAGE)
         return 0
+    from slurm_gpu.adapters.fs import Log
     from slurm_gpu.node import epilog_ctld as app
 
     log_path = str(opts.get("log") or env.get(app.ENV_LOG) or app.DEFAULT_LOG)
-    log = app.Log(None if log_path == "-" else log_path)
+    log = Log(app.PROG, None if log_path == "-" else log_path)
     try:
         if log.problem:
             log(log.problem)

@@ -6,6 +6,8 @@ Exit codes: 0 written, 1 Slurm failure, 2 usage (DIR not a directory, an unreada
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 
@@ -21,7 +23,7 @@ def exporter(textfile: str, stats_file: str | None, no_cluster: bool, records: s
     """Write the metrics file for node_exporter's textfile collector."""
     from slurm_gpu.cluster.exporter import exposition
     from slurm_gpu.cluster.report_io import exporter_text, read_stats_records, write_textfile
-    from slurm_gpu.errors import SlurmGpuError, UsageError
+    from slurm_gpu.errors import SlurmGpuError
 
     try:
         if no_cluster:
@@ -29,7 +31,6 @@ def exporter(textfile: str, stats_file: str | None, no_cluster: bool, records: s
         else:
             text = exporter_text(records, stats_file)
         write_textfile(textfile, text)
-    except UsageError as exc:
-        raise click.UsageError(str(exc).splitlines()[0]) from None
-    except SlurmGpuError as exc:
-        raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    except SlurmGpuError as exc:  # one line; 2 for a usage error (a directory root must not write), else 1
+        click.echo(f"slurm-gpu exporter: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", err=True)
+        sys.exit(exc.exit_code)

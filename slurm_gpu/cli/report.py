@@ -8,6 +8,7 @@ scaling signal per GPU type (docs/report.md). Exit codes: 0 shown, 1 Slurm failu
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -33,20 +34,21 @@ def report(since: str, until: str, by: str | None, jobs: str | None, as_json: bo
     """How much of the GPU time allocated was used, by whom, at what cost; and whether to scale."""
     from slurm_gpu.cluster import autoscale as scale
     from slurm_gpu.cluster import report as rep
-    from slurm_gpu.cluster.report_io import gather_autoscale, gather_rows, write_html
-    from slurm_gpu.errors import SlurmGpuError, UsageError
+    from slurm_gpu.cluster.report_io import check_output_dir, gather_autoscale, gather_rows, write_html
+    from slurm_gpu.errors import SlurmGpuError
 
     try:
+        if html_file is not None:
+            check_output_dir(html_file)  # refused before sacct is asked (root: no directory a user can write)
         rows, start, end, policy = gather_rows(since, until, policy_opt, jobs=jobs)
         doc = rep.report(rows, policy, by, start, end)
         if html_file is not None:
             write_html(html_file, rows, policy, by, start, end)
         if autoscale:
             doc = gather_autoscale(doc, policy)
-    except UsageError as exc:
-        raise click.UsageError(str(exc).splitlines()[0]) from None
-    except SlurmGpuError as exc:
-        raise click.ClickException(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    except SlurmGpuError as exc:  # one line; 2 for a usage error (a directory root must not write), else 1
+        click.echo(f"slurm-gpu report: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", err=True)
+        sys.exit(exc.exit_code)
     if as_json:
         click.echo(json.dumps(doc, indent=1))
     else:

@@ -128,6 +128,7 @@ def _write_workload(policy_path: str, name: str, jobs: int, seed: int, out_dir: 
 
     from slurm_gpu.errors import UsageError
     from slurm_gpu.policy.load import load_policy
+    from slurm_gpu.sim.run_files import write_text
     from slurm_gpu.sim.workloads import generate
 
     if not Path(policy_path).is_file():
@@ -139,13 +140,7 @@ def _write_workload(policy_path: str, name: str, jobs: int, seed: int, out_dir: 
         lines = generate(name, jobs, node_gpus, gpus, seed)
     except ValueError as exc:
         raise UsageError(f"--workload {name}: {exc}") from None
-    path = Path(out_dir) / f"workload-{name}.csv"
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
-    return str(path)
+    return write_text(Path(out_dir) / f"workload-{name}.csv", "\n".join(lines) + "\n")
 
 
 def _sweep(policies: list[str], trace: str, out_dir: str, params: object, fmt: str | None,
@@ -154,9 +149,8 @@ def _sweep(policies: list[str], trace: str, out_dir: str, params: object, fmt: s
     import json
     from pathlib import Path
 
-    from slurm_gpu.errors import UsageError
     from slurm_gpu.sim.params import Params
-    from slurm_gpu.sim.run_files import run
+    from slurm_gpu.sim.run_files import run, write_text
     from slurm_gpu.sim.settings import sweep_csv, sweep_row, sweep_table
 
     assert isinstance(params, Params)
@@ -169,8 +163,5 @@ def _sweep(policies: list[str], trace: str, out_dir: str, params: object, fmt: s
         found = [where / "summary.json"] if len(policies) == 1 else sorted(where.glob("*/summary.json"))
         for f in found:
             rows.append(sweep_row(name, text, json.loads(f.read_text(encoding="utf-8"))))
-    try:
-        (Path(out_dir) / "sweep.csv").write_text(sweep_csv(rows), encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {out_dir}/sweep.csv: {exc.strerror}") from None
+    write_text(Path(out_dir) / "sweep.csv", sweep_csv(rows))
     return sweep_table(rows)

@@ -83,8 +83,7 @@ def gather_and_explain(job_id: str, policy_opt: str | None) -> Why | None:
 def with_estimates(answer: Why) -> Why:
     """Each alternative with Slurm's own verdict: ``sbatch --test-only`` of the job's partition, QOS and
     time with the alternative's GPUs (the site's job_submit plugin sees it too); nothing is queued."""
-    import tempfile
-
+    from slurm_gpu.adapters.fs import create_private
     from slurm_gpu.adapters.slurm import SbatchCli
     from slurm_gpu.cluster.why import test_only_options
 
@@ -92,16 +91,17 @@ def with_estimates(answer: Why) -> Why:
         return answer
     client = SbatchCli()
     out = []
-    with tempfile.NamedTemporaryFile("w", prefix="slurm-gpu-why.", suffix=".sh") as script:
-        script.write("#!/bin/sh\ntrue\n")
-        script.flush()
+    script = create_private(os.environ.get("TMPDIR") or "/tmp", "slurm-gpu-why.", ".sh", b"#!/bin/sh\ntrue\n")
+    try:
         for alt in answer.alternatives:
             try:
-                r = client.test_only(test_only_options(answer, alt), script.name)
+                r = client.test_only(test_only_options(answer, alt), script)
                 note = f"would start at {r.start}" + (f" on {r.nodes}" if r.nodes else "")
             except SlurmGpuError as exc:
                 note = f"refused: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
             out.append(alt._replace(slurm_estimate=note))
+    finally:
+        os.unlink(script)
     return answer._replace(alternatives=tuple(out))
 
 

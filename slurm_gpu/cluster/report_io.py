@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``slurm-gpu report`` and ``slurm-gpu exporter`` I/O: sacct and scontrol through the one runner, the
-hooks' JSON-lines file, the textfile written by temp file + rename; the numbers are computed by the pure
+hooks' JSON-lines file, the textfile and the HTML report written by slurm_gpu/adapters/fs.py (temp file +
+rename, root refuses a directory a user can write); the numbers are computed by the pure
 :mod:`slurm_gpu.cluster.report`, :mod:`~slurm_gpu.cluster.autoscale` and :mod:`~slurm_gpu.cluster.exporter`."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from slurm_gpu.adapters import fs
 from slurm_gpu.cluster.jobstats_io import load_optional_policy, sacct_text
 from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import UsageError
@@ -142,27 +144,34 @@ def read_stats_records(path: str, max_bytes: int = MAX_STATS_BYTES,
     return out
 
 
-def write_textfile(directory: str, text: str, name: str = PROM_NAME) -> str:
-    """Write ``DIR/name`` as node_exporter's textfile collector wants: a temporary file in the same
-    directory, then rename (readers never see half a file)."""
-    if not os.path.isdir(directory):
-        raise UsageError(f"{directory}: not a directory")
-    final = os.path.join(directory, name)
-    part = f"{final}.{os.getpid()}"
+def check_output_dir(path: str) -> None:
+    """UsageError, before any work is done, when ``path``'s directory is one :func:`write_textfile` would
+    refuse (missing, a symlink, or, run by root, a directory that a non-root user owns or can write)."""
+    parent = os.path.dirname(os.path.abspath(path))
     try:
-        with open(part, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(part, 0o644)
-        os.replace(part, final)
+        fd = fs.open_dir(parent, trust=fs.CALLER)
     except OSError as exc:
-        try:
-            os.unlink(part)
-        except OSError:
-            pass
-        raise UsageError(f"{final}: {exc.strerror or exc}") from None
-    return final
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        fs.check_dir_fd(fd, parent)
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def write_textfile(directory: str, text: str, name: str = PROM_NAME) -> str:
+    """Write ``DIR/name`` as node_exporter's textfile collector wants, mode 0644, through
+    slurm_gpu/adapters/fs.py: a temporary file created in DIR with ``O_EXCL|O_NOFOLLOW`` (a random
+    name), fsync, ``fchmod``, renamed over the name (a symlink planted there is replaced, never
+    followed). Run by root, a DIR (or a directory above it) that a non-root user owns or can write is
+    refused: UsageError, one line, nothing written."""
+    try:
+        return fs.write_atomic(directory, name, text.encode("utf-8"), mode=0o644, sync=True)
+    except FileNotFoundError:
+        raise UsageError(f"{directory}: not a directory") from None
+    except OSError as exc:
+        raise UsageError(f"{os.path.join(directory, name)}: {exc.strerror or exc}") from None
 
 
 def exporter_text(records_dir: str | None, stats_file: str | None, env: Mapping[str, str] | None = None) -> str:

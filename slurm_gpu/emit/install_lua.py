@@ -5,19 +5,21 @@ adapter around the pure compiler :func:`slurm_gpu.emit.job_submit.compile_policy
 
 slurmctld's job_submit/lua re-reads the script while it runs, when the file's modification time (whole
 seconds) is later than that of the script it loaded last. The new text is written to a temporary file
-created in the same directory (O_EXCL, mode 0644: slurmctld runs as SlurmUser) and renamed over the old
-file, so the plugin never reads half a script and a symlink at the destination is replaced, never
-followed. Its mtime is at least one second past the old file's, or a script replaced within the same
-second would never be read (measured on 22.05.8: the old script kept running).
+created in the same directory (O_EXCL|O_NOFOLLOW, mode 0644: slurmctld runs as SlurmUser) and renamed
+over the old file (slurm_gpu/adapters/fs.py write_atomic), so the plugin never reads half a script and a
+symlink at the destination is replaced, never followed. Run by root, a directory that a non-root user
+owns or can write is refused before anything is written. Its mtime is at least one second past the
+old file's, or a script replaced within the same second would never be read (measured on 22.05.8: the
+old script kept running).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 import time
 
+from slurm_gpu.adapters import fs
 from slurm_gpu.errors import SlurmGpuError
 
 SCRIPT_NAME = "job_submit.lua"
@@ -50,30 +52,23 @@ def slurm_conf_dir(env: dict[str, str] | None = None) -> str:
 
 def install_text(text: str, dst: str) -> bool:
     """Write ``text`` to ``dst`` atomically (see the module doc). Returns False when ``dst`` already
-    holds exactly ``text`` (left alone: no needless reload), True when written. OSError on failure."""
-    with contextlib.suppress(OSError, UnicodeDecodeError):
-        if os.path.isfile(dst) and not os.path.islink(dst):
-            with open(dst, encoding="utf-8") as fh:
-                if fh.read(len(text) + 1) == text:
-                    return False
-    fd, tmp = tempfile.mkstemp(prefix=".job_submit.", suffix=".lua.tmp", dir=os.path.dirname(dst) or ".")
+    holds exactly ``text`` (left alone: no needless reload), True when written. OSError on failure,
+    :class:`slurm_gpu.adapters.fs.Untrusted` for a directory that root must not write (a user's)."""
+    parent, name = os.path.split(os.path.abspath(dst))
+    data = text.encode("utf-8")
+    dfd = fs.open_dir(parent or "/", trust=fs.CALLER)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())  # never an empty script after a crash: slurmctld would not start
-        os.chmod(tmp, 0o644)
+        with contextlib.suppress(OSError):
+            if fs.read_capped(dfd, name, limit=len(data) + 1, missing_ok=True) == data:
+                return False
         mtime = int(time.time())
-        for look in (os.lstat, os.stat):  # a link at dst: slurmctld loaded its target's mtime
+        for follow in (False, True):  # a link at dst: slurmctld loaded its target's mtime
             with contextlib.suppress(OSError):
-                mtime = max(mtime, int(look(dst).st_mtime) + 1)
-        with contextlib.suppress(OSError):
-            os.utime(tmp, (mtime, mtime))
-        os.replace(tmp, dst)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+                mtime = max(mtime, int(os.stat(name, dir_fd=dfd, follow_symlinks=follow).st_mtime) + 1)
+        # fsync: never an empty script after a crash (slurmctld would not start); 0644: slurmctld runs as SlurmUser
+        fs.write_atomic(dfd, name, data, mode=0o644, sync=True, mtime=mtime, what=parent)
+    finally:
+        os.close(dfd)
     return True
 
 

@@ -117,7 +117,7 @@ def preload() -> list[str]:
     import importlib
 
     for name in ("json", "signal", "subprocess", "threading", "slurm_gpu.node.runner", "slurm_gpu.node.steps",
-                 "slurm_gpu.node.share_steps", "slurm_gpu.node.summary", "slurm_gpu.node.files",
+                 "slurm_gpu.node.share_steps", "slurm_gpu.node.summary", "slurm_gpu.adapters.fs",
                  "slurm_gpu.sharing.mig", "slurm_gpu.sharing.mps", "slurm_gpu.sharing.token", "slurm_gpu.node.entry"):
         try:
             importlib.import_module(name)
@@ -133,10 +133,10 @@ def listen(path: str) -> socket.socket:
     import socket
     import stat
 
-    from slurm_gpu.node.files import open_dir
+    from slurm_gpu.adapters.fs import open_dir
 
     parent, name = os.path.split(os.path.abspath(path))
-    dfd = open_dir(parent, 0o755)
+    dfd = open_dir(parent, create=True, mode=0o755)
     try:
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)

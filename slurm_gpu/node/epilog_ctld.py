@@ -5,19 +5,18 @@ and requeue the job (``scontrol requeue``) or log why not. docs/checkpointing.md
 
 It runs as SlurmUser (or root) for every job that ends, so it is cheap for jobs it has nothing to do with
 (one ``scontrol`` call), reads the user's directory without following the user's symlinks
-(adapters/trusted_path.py, then adapters/markers.py with the job's uid as the expected owner), never
+(adapters/fs.py open_dir, then adapters/markers.py with the job's uid as the expected owner), never
 writes there, and never raises: :func:`run` turns every problem into a log line.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
-import sys
 import time
 from collections.abc import Callable, Mapping
 
+from slurm_gpu.adapters import fs
+from slurm_gpu.node.model import DEFAULT_PATH
 from slurm_gpu.node.requeue import (
     CKPT_SUBDIR,
     MISSING,
@@ -35,53 +34,7 @@ DEFAULT_LOG = "/var/log/slurm-gpu/epilog-ctld.log"
 ENV_LOG = "SLURM_GPU_EPILOG_CTLD_LOG"
 ENV_POLICY = "GPUSUB_POLICY"
 SCONTROL_TIMEOUT_S = 15.0
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Slurm gives the hook no PATH
 Say = Callable[[str], None]
-
-
-class Log:
-    """Lines to the log file (appended; made mode 0640 when missing, never through a symlink, only a
-    regular file of ours) and to stderr. A log that cannot be opened costs one stderr line, nothing more."""
-
-    def __init__(self, path: str | None) -> None:
-        self.fd: int | None = None
-        self.problem = ""
-        if path:
-            try:
-                self.fd = _open_log(path)
-            except OSError as exc:
-                self.problem = f"log {path}: {exc.strerror or exc}; logging to stderr only"
-
-    def __call__(self, text: str) -> None:
-        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} {PROG}[{os.getpid()}]: {text}\n"
-        if self.fd is not None:
-            try:
-                os.write(self.fd, line.encode("utf-8", "replace"))
-            except OSError:
-                pass
-        try:
-            sys.stderr.write(line)
-            sys.stderr.flush()
-        except (OSError, ValueError):
-            pass
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
-def _open_log(path: str) -> int:
-    parent = os.path.dirname(path) or "."
-    if not os.path.isdir(parent):
-        os.makedirs(parent, mode=0o755, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY
-                 | os.O_CLOEXEC, 0o640)
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
-        os.close(fd)
-        raise OSError(errno.EPERM, "not a regular file of ours")
-    return fd
 
 
 def client_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -117,39 +70,28 @@ def epoch(text: str | None) -> float | None:
 def read_ckpt(job: JobFacts, say: Say) -> CkptView:
     """The job's checkpoint directory: walked without following the user's symlinks, the last two
     components owned by the job's user, the markers read as the job's user's (owner, size, schema)."""
-    from slurm_gpu.adapters import trusted_path
-    from slurm_gpu.adapters.markers import read_markers
+    from slurm_gpu.adapters.markers import read_markers  # only for a job with a checkpoint directory
 
     path = job.ckpt_dir
     if path is None:
         return CkptView(problem=MISSING)
     try:
-        fd = trusted_path.open_dir(path)
+        fd = fs.open_dir(path, trust=fs.LINKS)
     except FileNotFoundError:
         return CkptView(problem=MISSING)
     except OSError as exc:
-        return CkptView(problem=str(exc.strerror or exc) if isinstance(exc, trusted_path.UntrustedPath)
+        return CkptView(problem=str(exc.strerror or exc) if isinstance(exc, fs.Untrusted)
                         else f"cannot open {path}: {exc.strerror or exc}")
     warnings: list[str] = []
-    try:  # come back here afterwards (slurmctld's directory may be closed to SlurmUser: then "/")
-        here: int | None = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        here = None
     try:
         st = os.fstat(fd)
         parent = os.stat("..", dir_fd=fd, follow_symlinks=False)
         for what, s in ((path, st), (os.path.dirname(path), parent)):
             if s.st_uid != job.uid:
                 return CkptView(problem=f"{what} is owned by uid {s.st_uid}, not the job's user {job.uid}")
-        os.fchdir(fd)  # read_markers opens "." relative to this descriptor: no path is looked up again
-        listing = read_markers(".", expected_uid=job.uid, warn=warnings.append)
+        listing = read_markers(fd, expected_uid=job.uid, warn=warnings.append)  # no path looked up again
     finally:
         os.close(fd)
-        if here is None:
-            os.chdir("/")
-        else:
-            os.fchdir(here)
-            os.close(here)
     for w in warnings:
         say(f"job {job.job_id}: {path}: {w}")
     return CkptView(exists=True, markers=listing.markers)
@@ -221,5 +163,5 @@ def policy_path_from(env: Mapping[str, str], given: str | None) -> str:
     return given or env.get(ENV_POLICY) or DEFAULT_POLICY_PATH
 
 
-__all__ = ["handle", "read_ckpt", "Log", "epoch", "job_record", "requeue", "DEFAULT_LOG", "ENV_LOG", "PROG",
+__all__ = ["handle", "read_ckpt", "epoch", "job_record", "requeue", "DEFAULT_LOG", "ENV_LOG", "PROG",
            "CKPT_SUBDIR", "policy_path_from"]

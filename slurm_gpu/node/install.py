@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slurm_gpu.adapters import fs
 from slurm_gpu.errors import SlurmGpuError
 
 DEFAULT_PREFIX = "/etc/slurm-gpu"
@@ -142,15 +143,13 @@ def hooks_conf_text(policy: str | None, settings: Mapping[str, str]) -> str:
 
 def _write(dir_fd: int, name: str, data: bytes, mode: int) -> bool:
     """Atomic replace (never through a symlink); False when the file already holds ``data``."""
-    from slurm_gpu.node import files as files
-
     try:
-        if files.read_small(dir_fd, name, len(data) + 1) == data and stat.S_IMODE(
+        if fs.read_capped(dir_fd, name, limit=len(data) + 1, missing_ok=True, trusted=True) == data and stat.S_IMODE(
                 os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode) == mode:
             return False
     except OSError:
         pass
-    files.write_atomic(dir_fd, name, data, mode, sync=True)
+    fs.write_atomic(dir_fd, name, data, mode=mode, sync=True)
     return True
 
 
@@ -165,15 +164,20 @@ class Installed:
 def install(prefix: str, policy: str | None, *, bin_dir: str | None = None, job_submit_dir: str | None = None,
             settings: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> Installed:
     """Install into ``prefix`` (see the module doc). ``job_submit_dir`` None: no job_submit.lua."""
-    from slurm_gpu.node import files as files
-
     prefix = os.path.abspath(prefix)
     policy = os.path.abspath(policy) if policy else None
     bin_dir = bin_dir or entry_point_dir()
     src = shim_source_dir()
     res = Installed(prefix)
+    job_submit = os.path.abspath(job_submit_dir) if job_submit_dir and policy else None
+    if job_submit is not None:  # checked before anything is written, by the prefix's rule (fs.STRICT)
+        try:
+            os.close(fs.open_dir(job_submit))
+        except OSError as exc:
+            raise SlurmGpuError(f"--job-submit-dir {job_submit}: {exc.strerror or exc} (must be root's, no "
+                                "symlink, not writable by others)") from None
     try:
-        fd = files.open_dir(prefix, 0o755)
+        fd = fs.open_dir(prefix, create=True, mode=0o755)
     except OSError as exc:
         raise SlurmGpuError(f"{prefix}: {exc.strerror or exc} (must be root's, no symlink, not writable by others)"
                             ) from None
@@ -189,7 +193,8 @@ def install(prefix: str, policy: str | None, *, bin_dir: str | None = None, job_
             text = shim_text((src / name).read_text(encoding="utf-8"), name, prefix, bin_dir, policy)
             (res.written if _write(fd, name, text.encode(), 0o755) else res.kept).append(name)
         conf = hooks_conf_text(policy, settings or {}).encode()
-        if settings is not None or files.read_small(fd, "hooks.conf", 1 << 16) is None:
+        kept_conf = fs.read_capped(fd, "hooks.conf", limit=1 << 16, missing_ok=True, trusted=True)
+        if settings is not None or kept_conf is None:
             (res.written if _write(fd, "hooks.conf", conf, 0o644) else res.kept).append("hooks.conf")
         else:
             res.kept.append("hooks.conf")
@@ -200,14 +205,14 @@ def install(prefix: str, policy: str | None, *, bin_dir: str | None = None, job_
                 raise SlurmGpuError(f"hooks.env: bad setting {bad[0]!r}")
             body = "".join(f'{k}="{v}"\n' for k, v in env.items()).encode()  # ${VAR} expands (per node)
             (res.written if _write(fd, "hooks.env", body, 0o644) else res.kept).append("hooks.env")
-        elif files.read_small(fd, "hooks.env", 1 << 16) is not None:
-            files.remove(fd, "hooks.env")
+        elif fs.read_capped(fd, "hooks.env", limit=1 << 16, missing_ok=True, trusted=True) is not None:
+            fs.remove(fd, "hooks.env")
     finally:
         os.close(fd)
-    if job_submit_dir and policy:
+    if job_submit is not None and policy:  # the directory is walked and checked again as it is written
         from slurm_gpu.emit.install_lua import SCRIPT_NAME, install_policy
 
-        dst = os.path.join(job_submit_dir, SCRIPT_NAME)
+        dst = os.path.join(job_submit, SCRIPT_NAME)
         install_policy(policy, dst)
         res.job_submit = dst
     return res

@@ -98,6 +98,7 @@ DEFAULTS: dict[str, tuple[str, object]] = {
 }
 WORDS = {"gpu_ids": ("index", "minor")}
 ENV_CONF = "SLURM_GPU_HOOKS_CONF"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Slurm gives the hooks no PATH
 DEFAULT_CONF = "/etc/slurm-gpu/hooks.conf"
 ENV_PREFIX = "SLURM_GPU_HOOKS_"  # SLURM_GPU_HOOKS_STATE_DIR=... overrides state_dir (tests, wrappers)
 MAX_JOB_ID = 10**12

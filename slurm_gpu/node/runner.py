@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 import time
 
-from slurm_gpu.node.files import DEFAULT_PATH, Log
+from slurm_gpu.adapters import fs
 from slurm_gpu.node.model import (
     DEFAULT_CONF,
+    DEFAULT_PATH,
     ENV_CONF,
     HealthFailure,
     HookContext,
@@ -54,12 +55,10 @@ def load_config(env: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
     problems: list[str] = []
     text = ""
     try:
-        from slurm_gpu.node.files import open_dir, read_small
-
         parent, name = os.path.split(path)
-        dfd = open_dir(parent or "/", create=False)
+        dfd = fs.open_dir(parent or "/")
         try:
-            data = read_small(dfd, name, 1 << 16)
+            data = fs.read_capped(dfd, name, limit=1 << 16, missing_ok=True, trusted=True)
         finally:
             os.close(dfd)
         if data is None and path != DEFAULT_CONF:
@@ -95,13 +94,11 @@ def drain(cfg: Mapping[str, Any], node: str, reason: str, env: Mapping[str, str]
 
 
 def _state_dir(cfg: Mapping[str, Any], log: Callable[[str], None]) -> int | None:
-    from slurm_gpu.node.files import open_dir
-
     path = str(cfg["state_dir"])
     if not path:
         return None
     try:
-        return open_dir(path, 0o700)
+        return fs.open_dir(path, create=True, mode=0o700)
     except OSError as exc:
         log(f"state directory {path}: {exc.strerror or exc}; per-job state not kept")
         return None
@@ -109,19 +106,17 @@ def _state_dir(cfg: Mapping[str, Any], log: Callable[[str], None]) -> int | None
 
 def _load_state(fd: int | None, job: Job, log: Callable[[str], None]) -> dict[str, Any]:
     """The prolog's per-job state (then removed, so a second epilog finds none); {} when unusable."""
-    from slurm_gpu.node.files import read_small, remove
-
     if fd is None:
         return {}
     name = f"{job.job_id}.json"
     try:
-        data = read_small(fd, name)
+        data = fs.read_capped(fd, name, limit=1 << 20, missing_ok=True, trusted=True)
     except OSError as exc:
         log(f"job {job.job_id}: state {name}: {exc.strerror or exc}; ignored")
         data = b"{}"
     finally:
         try:
-            remove(fd, name)
+            fs.remove(fd, name)
         except OSError:
             pass
     import json
@@ -142,23 +137,21 @@ def _load_state(fd: int | None, job: Job, log: Callable[[str], None]) -> dict[st
 
 def _task_file(cfg: Mapping[str, Any], job: Job, lines: list[str] | None, log: Callable[[str], None]) -> None:
     """Write (lines) or remove (None or empty) the job's TaskProlog file in the root-owned task directory."""
-    from slurm_gpu.node.files import open_dir, remove, write_atomic
-
     path = str(cfg["task_dir"])
     if not path:
         return
     lines = lines or None  # nothing to say: remove what an earlier run of this job id left
     try:
-        fd = open_dir(path, 0o755, create=lines is not None)
+        fd = fs.open_dir(path, create=lines is not None, mode=0o755)
     except OSError as exc:
         if lines is not None:
             log(f"job {job.job_id}: task file not written: {path}: {exc.strerror or exc}")
         return
     try:
         if lines is None:
-            remove(fd, str(job.job_id))
+            fs.remove(fd, str(job.job_id))
         else:
-            write_atomic(fd, str(job.job_id), "".join(ln + "\n" for ln in lines).encode(), 0o644)
+            fs.write_atomic(fd, str(job.job_id), "".join(ln + "\n" for ln in lines).encode(), mode=0o644)
     except OSError as exc:
         log(f"job {job.job_id}: task file: {exc.strerror or exc}")
     finally:
@@ -238,10 +231,8 @@ def _run(phase: str, job: Job, cfg: Mapping[str, Any], steps: Sequence[Step], lo
                 log(f"job {job.job_id}: {name}: internal error: {type(exc).__name__}: {str(exc)[:300]}")
         if phase == "prolog":
             if sfd is not None:
-                from slurm_gpu.node.files import write_atomic
-
                 try:
-                    write_atomic(sfd, f"{job.job_id}.json", json.dumps(state).encode(), 0o600, sync=True)
+                    fs.write_atomic(sfd, f"{job.job_id}.json", json.dumps(state).encode(), mode=0o600, sync=True)
                 except (OSError, TypeError, ValueError) as exc:
                     log(f"job {job.job_id}: per-job state not written: {exc}")
             lines = [ln for ln in ctx.task_lines if task_line_ok(ln)]
@@ -274,7 +265,7 @@ def _asks_isolation(env: Mapping[str, str]) -> bool:
 def run_hook(phase: str, env: Mapping[str, str], steps: Sequence[Step] | None = None) -> int:
     """Prolog or Epilog. Returns the exit status (see the module docstring)."""
     cfg, problems = load_config(env)
-    log = Log(PROGS[phase], str(cfg["log"]))
+    log = fs.Log(PROGS[phase], str(cfg["log"]))
     try:
         for p in ([log.problem] if log.problem else []) + problems:
             log(p)
@@ -318,12 +309,10 @@ def run_task_prolog(env: Mapping[str, str], out: TextIO) -> int:
     path = str(cfg["task_dir"])
     if job is None or not path:
         return 0
-    from slurm_gpu.node.files import open_dir, read_small
-
     try:
-        fd = open_dir(path, create=False)
+        fd = fs.open_dir(path)
         try:
-            data = read_small(fd, str(job.job_id), 1 << 16)
+            data = fs.read_capped(fd, str(job.job_id), limit=1 << 16, missing_ok=True, trusted=True)
         finally:
             os.close(fd)
     except OSError:

@@ -68,16 +68,16 @@ def load_site_policy(ctx: HookContext) -> Any:
     cache = None
     state_dir = str(ctx.config["state_dir"])
     if state_dir:
-        from slurm_gpu.node.files import open_dir
+        from slurm_gpu.adapters.fs import open_dir
 
         try:
-            os.close(open_dir(state_dir, 0o700))  # root's and private: a safe place for the parse cache
+            os.close(open_dir(state_dir, create=True, mode=0o700))  # root's and private: the parse cache's place
             cache = os.path.join(state_dir, "policy-cache")
         except OSError:
             cache = None
     try:
         if cache:
-            from slurm_gpu.policy.cache import load_policy_cached
+            from slurm_gpu.adapters.policy_cache import load_policy_cached
 
             return load_policy_cached(path, cache)
         from slurm_gpu.policy import load_policy
@@ -109,37 +109,25 @@ def node_mig_mode(ctx: HookContext) -> str:
     if not path:
         return "none"
     name = f"node-{''.join(c if c.isalnum() or c in '-_.' else '_' for c in ctx.job.node)[:100]}.json"
-    cache = os.path.join(state_dir, "policy-cache") if state_dir else ""
-    if cache:
-        try:
-            from slurm_gpu.node.files import open_dir, read_small
+    from slurm_gpu.adapters.cache import Cache
 
-            fd = open_dir(cache, 0o700, create=False)
-            try:
-                data = json.loads((read_small(fd, name, 1 << 16) or b"{}").decode())
-            finally:
-                os.close(fd)
+    cache = Cache(os.path.join(state_dir, "policy-cache") if state_dir else None, 1 << 16)
+    raw = cache.get(name, path)
+    if raw is not None:
+        try:
+            data = json.loads(raw.decode())
             stamp = data.get("stamp")
             if data.get("policy") == path and isinstance(stamp, list) and stamp and \
                     _stamp([str(s[0]) for s in stamp if isinstance(s, list) and s]) == stamp:
                 return str(data.get("mode", "none"))
-        except (OSError, ValueError, AttributeError):
+        except (ValueError, AttributeError):
             pass
     policy = load_site_policy(ctx)
     nt = _node_type(ctx, policy)
     mode = str(nt.mig_mode) if nt is not None else "none"
     stamp = _stamp([os.path.realpath(path), *getattr(policy, "includes", ())])
-    if cache and stamp is not None:
-        try:
-            from slurm_gpu.node.files import open_dir, write_atomic
-
-            fd = open_dir(cache, 0o700)
-            try:
-                write_atomic(fd, name, json.dumps({"policy": path, "stamp": stamp, "mode": mode}).encode(), 0o600)
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
+    if stamp is not None:
+        cache.put(name, path, json.dumps({"policy": path, "stamp": stamp, "mode": mode}).encode())
     return mode
 
 

@@ -17,7 +17,7 @@ import os
 import stat
 import time
 
-from slurm_gpu.node import files as files
+from slurm_gpu.adapters import fs
 from slurm_gpu.node import health, stats
 from slurm_gpu.node.model import HealthFailure, Unavailable
 
@@ -214,10 +214,10 @@ class JobMapStep:
         if not path or not gpus:
             return
         ctx.state[self.name] = [g.index for g in gpus]  # the epilog's list when it cannot map the ids
-        fd = files.open_dir(path, 0o755)
+        fd = fs.open_dir(path, create=True, mode=0o755)
         try:
             for g in gpus:
-                files.write_atomic(fd, str(g.index), stats.jobmap_text(ctx.job.job_id).encode(), 0o644)
+                fs.write_atomic(fd, str(g.index), stats.jobmap_text(ctx.job.job_id).encode(), mode=0o644)
         finally:
             os.close(fd)
 
@@ -230,22 +230,20 @@ class JobMapStep:
         if not path or not indices:
             return
         try:
-            fd = files.open_dir(path, 0o755, create=False)
-        except files.Untrusted as exc:
-            if exc.errno == errno.ENOENT:
-                return
-            raise
+            fd = fs.open_dir(path)
+        except FileNotFoundError:
+            return
         try:
             for index in sorted(indices):
                 try:
-                    text = files.read_small(fd, str(index), 4096)
-                except files.Untrusted:
+                    text = fs.read_capped(fd, str(index), limit=4096, missing_ok=True, trusted=True)
+                except fs.Untrusted:
                     text = b""  # something that is not our file: remove it
                 if text is None:
                     continue
                 if text and text.decode("ascii", "replace").split() != [str(ctx.job.job_id)]:
                     continue  # another job's map now: leave it
-                files.remove(fd, str(index))
+                fs.remove(fd, str(index))
         finally:
             os.close(fd)
 
@@ -300,7 +298,7 @@ class AccountingStep:
         acct = str(ctx.config["accounting_file"])
         if acct and lines:
             try:
-                files.append_line(acct, "".join(lines))
+                fs.append_line(acct, "".join(lines))
             except OSError as exc:
                 ctx.log(f"job {ctx.job.job_id}: stats not written to {acct}: {exc.strerror or exc}")
 
@@ -309,9 +307,9 @@ class AccountingStep:
         if not path:
             return
         try:
-            fd = files.open_dir(path, 0o755)
+            fd = fs.open_dir(path, create=True, mode=0o755)
             try:
-                files.write_atomic(fd, f"slurm_gpu_gpu{g.index}.prom", stats.prom_text(rec).encode(), 0o644)
+                fs.write_atomic(fd, f"slurm_gpu_gpu{g.index}.prom", stats.prom_text(rec).encode(), mode=0o644)
             finally:
                 os.close(fd)
         except OSError as exc:

@@ -237,7 +237,7 @@ class SummaryStep:
 
 
 def _default_path() -> str:
-    from slurm_gpu.node.files import DEFAULT_PATH
+    from slurm_gpu.node.model import DEFAULT_PATH
 
     return DEFAULT_PATH
 
@@ -251,7 +251,7 @@ def main() -> int:
         import sys
 
         payload = json.loads(sys.stdin.buffer.read(1 << 24))
-        from slurm_gpu.node.files import Log
+        from slurm_gpu.adapters.fs import Log
 
         log = Log("slurm-gpu-epilog", str(payload.get("log", "")))
         try:

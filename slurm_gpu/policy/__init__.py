@@ -13,7 +13,6 @@ _EXPORTS = {
     "Policy": "model", "GpuType": "model", "NodeType": "model", "Partition": "model", "Qos": "model",
     "JobClass": "model", "Match": "model", "Defaults": "model", "Isolation": "model",
     "load_policy": "load", "check_policy": "load", "CheckResult": "load",
-    "load_policy_cached": "cache",
     "classify": "classifier",
     "explain_lines": "explain",
     "estimate_vram": "vram", "fit_vram": "vram", "parse_param_count": "vram",

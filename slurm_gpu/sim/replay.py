@@ -289,10 +289,10 @@ def replay_from(policy_path: str, trace_path: str, out_dir: str, factor: float, 
 
 def _finish(jobs: list[Replayed], real: list[RealJob], policy_path: str, out_dir: str, record: str | None,
             head: str, params: Params) -> str:
-    from slurm_gpu.sim.run_files import _write
+    from slurm_gpu.sim.run_files import write_files
 
     if record is not None:  # first: the real run is not lost if the comparison fails
-        _write(Path(out_dir), {"lab-replay.csv": record})
+        write_files(Path(out_dir), {"lab-replay.csv": record})
     cmp, rows = compare_with(jobs, real, policy_path, params)
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
@@ -300,5 +300,5 @@ def _finish(jobs: list[Replayed], real: list[RealJob], policy_path: str, out_dir
     for row in rows:
         w.writerow(csv_row("" if v is None else v for v in row))
     files = {"replay-compare.csv": out.getvalue(), "replay-summary.txt": head + report(cmp)}
-    _write(Path(out_dir), files)
+    write_files(Path(out_dir), files)
     return head + report(cmp)

@@ -4,18 +4,21 @@ write DIR/<policy>/jobs.csv, rejected.csv, summary.json, DIR/differences.txt and
 (docs/simulate.md).
 
 With one policy the files go straight into DIR. Each file is written to a new temporary file in its
-directory (``O_CREAT|O_EXCL|O_NOFOLLOW``) and renamed over the name: whatever was there (a symlink,
-a FIFO) is replaced, never followed or opened, so nothing blocks and nothing outside DIR is written.
+directory (``O_CREAT|O_EXCL|O_NOFOLLOW``) and renamed over the name (slurm_gpu/adapters/fs.py
+write_atomic): whatever was there (a symlink, a FIFO) is replaced, never followed or opened, so nothing
+blocks and nothing outside DIR is written.
 Errors: a bad trace or policy raises a SlurmGpuError (exit 1); an unreadable or missing file, or an
 output that cannot be written, a UsageError (exit 2).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
 
+from slurm_gpu.adapters import fs
 from slurm_gpu.errors import UsageError
 from slurm_gpu.sim.params import Params
 from slurm_gpu.sim.traces import MAX_LINE, Trace, read_trace
@@ -64,40 +67,37 @@ def run(policies: list[str], trace_path: str, out_dir: str, params: Params, fmt:
         s = summary(result, name)
         s["params"] = dict(params._asdict())
         where = out if len(loaded) == 1 else out / name
-        _write(where, {"jobs.csv": jobs_csv(result, trace.time_format), "rejected.csv": rejected_csv(result),
-                       "summary.json": json.dumps(s, indent=1) + "\n"}, sub=len(loaded) > 1)
+        write_files(where, {"jobs.csv": jobs_csv(result, trace.time_format), "rejected.csv": rejected_csv(result),
+                            "summary.json": json.dumps(s, indent=1) + "\n"}, sub=len(loaded) > 1)
         summaries.append(s)
     table = differences(summaries)
     files = {"report.html": render(summaries, os.path.basename(trace_path))}
     if len(loaded) > 1:
         files["differences.txt"] = table
-    _write(out, files)
+    write_files(out, files)
     return table
 
 
-def _write(where: Path, files: dict[str, str], sub: bool = False) -> None:
-    """Write the files into ``where`` (a per-policy ``sub`` directory of DIR must not be a symlink)."""
-    if sub and where.is_symlink():
-        raise UsageError(f"cannot write {where}: a symbolic link")
+def write_files(where: Path, files: dict[str, str], sub: bool = False) -> None:
+    """Write the files into ``where`` (made when missing; run by root, no directory that a non-root user
+    owns or can write: slurm_gpu/adapters/fs.py). A per-policy ``sub`` directory of DIR must not be a symlink."""
     try:
-        where.mkdir(parents=True, exist_ok=True)
-        for name, text in files.items():
-            replace_file(where / name, text.encode("utf-8"))
+        dfd = fs.open_dir(os.path.abspath(where), create=True, trust=fs.CALLER, follow_last=not sub)
     except OSError as exc:
-        raise UsageError(f"cannot write {where}: {exc.strerror}") from None
-
-
-def replace_file(path: Path, data: bytes) -> None:
-    """Write ``path`` through a new temporary file beside it and a rename (mode 0644 less the umask)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        why = "a symbolic link" if sub and exc.errno == errno.ELOOP else exc.strerror or exc
+        raise UsageError(f"cannot write {where}: {why}") from None
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+        for name, text in files.items():
+            fs.write_atomic(dfd, name, text.encode("utf-8"), mode=0o644, what=str(where))
+    except OSError as exc:
+        raise UsageError(f"cannot write {where}: {exc.strerror or exc}") from None
+    finally:
+        os.close(dfd)
+
+
+def write_text(path: str | Path, text: str) -> str:
+    """One output file (its directory made when missing) by the same rule as :func:`run`'s; UsageError
+    with one line when it cannot be written."""
+    p = Path(path)
+    write_files(p.parent, {p.name: text})
+    return str(p)

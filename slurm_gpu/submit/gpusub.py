@@ -58,29 +58,16 @@ class Prepared(NamedTuple):
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
 
 
-def _read_capped(fd: int, what: str) -> str:
-    chunks, size = [], 0
-    while True:
-        chunk = os.read(fd, 1 << 16)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_SCRIPT_BYTES:
-            raise UsageError(f"{what}: larger than {MAX_SCRIPT_BYTES} bytes, sbatch's batch script limit "
-                             "(max_script_size)")
-    return b"".join(chunks).decode("utf-8", "surrogateescape")
-
-
 def read_script(path: str) -> str:
     """The batch script's text (bytes that are not UTF-8 kept as surrogate escapes). Only regular files
-    and standard input; at most sbatch's size limit."""
-    import stat
+    and standard input; at most sbatch's size limit (slurm_gpu/adapters/fs.py read_capped: no FIFO hang)."""
+    import errno
 
-    if path == "-":
-        return _read_capped(sys.stdin.fileno(), "standard input")
+    from slurm_gpu.adapters import fs
+
+    what = "standard input" if path == "-" else f"script {path}"
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        data = fs.read_capped(sys.stdin.fileno() if path == "-" else path, limit=MAX_SCRIPT_BYTES)
     except FileNotFoundError:
         raise UsageError(f"script {path}: no such file "
                          "(usage: gpusub [OPTIONS] SCRIPT [ARGS]... or --wrap=CMD)") from None
@@ -88,23 +75,18 @@ def read_script(path: str) -> str:
         raise UsageError(f"script {path}: is a directory, not a batch script") from None
     except PermissionError:
         raise UsageError(f"script {path}: permission denied") from None
+    except fs.Untrusted as exc:
+        if exc.errno == errno.EFBIG:
+            raise UsageError(f"{what}: larger than {MAX_SCRIPT_BYTES} bytes, sbatch's batch script limit "
+                             "(max_script_size)") from None
+        if exc.errno == errno.EISDIR:
+            raise UsageError(f"script {path}: is a directory, not a batch script") from None
+        raise UsageError(f"script {path}: not a regular file (a batch script is read from a file or "
+                         "standard input)") from None
     except OSError as exc:
-        raise UsageError(f"script {path}: {exc.strerror or exc}") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise UsageError(f"script {path}: is a directory, not a batch script")
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"script {path}: not a regular file (a batch script is read from a file or "
-                             "standard input)")
-        if st.st_size > MAX_SCRIPT_BYTES:
-            raise UsageError(f"script {path}: {st.st_size} bytes, larger than sbatch's batch script limit "
-                             f"of {MAX_SCRIPT_BYTES} bytes (max_script_size)")
-        return _read_capped(fd, f"script {path}")
-    except OSError as exc:
-        raise UsageError(f"script {path}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
+        raise UsageError(f"{what}: {exc.strerror or exc}") from None
+    assert data is not None
+    return data.decode("utf-8", "surrogateescape")
 
 
 def detect_spelling(env: Mapping[str, str], backend: SlurmClient) -> SlurmSpelling:
@@ -206,9 +188,9 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
         decisions = [_no_policy_decision(r) for r in requests]
     else:
         from slurm_gpu import policy as policy_mod
+        from slurm_gpu.adapters.policy_cache import load_policy_cached
 
-        loader = getattr(policy_mod, "load_policy_cached", None) or policy_mod.load_policy
-        policy = loader(path)
+        policy = load_policy_cached(path)
         decisions = [policy_mod.classify(r, policy) for r in requests]  # each hetjob component on its own
     rejected = [d for d in decisions if not d.accepted]
     decision = rejected[0] if rejected else decisions[0]
@@ -230,9 +212,9 @@ def _with_sharing(sub: Any, env: Mapping[str, str]) -> Any:
     path = policy_path(sub.gpusub.policy, env)
     policy = None
     if path is not None:
-        from slurm_gpu import policy as policy_mod
+        from slurm_gpu.adapters.policy_cache import load_policy_cached
 
-        policy = (getattr(policy_mod, "load_policy_cached", None) or policy_mod.load_policy)(path)
+        policy = load_policy_cached(path)
     return with_sharing(sub, policy)
 
 
@@ -277,7 +259,10 @@ def node_types_for(policy: Any, decision: Any) -> list[Any]:
 
 
 def _cache_dir(env: Mapping[str, str]) -> str:
-    return os.path.join(env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or "/tmp", ".cache"), "slurm-gpu")
+    """The user's cache directory (slurm_gpu/adapters/cache.py: the one resolver), for the template caches."""
+    from slurm_gpu.adapters.cache import user_cache_dir
+
+    return user_cache_dir(env) or "/tmp/.cache/slurm-gpu"
 
 
 def _topology_key(path: str) -> str:
@@ -296,6 +281,7 @@ def load_layout(node_type: Any, env: Mapping[str, str]) -> NodeLayout:
     does not import the parsers and YAML on every submission)."""
     import json
 
+    from slurm_gpu.adapters.cache import entry_name, user_cache
     from slurm_gpu.placement.plan import NodeLayout, node_layout
     from slurm_gpu.plain import blake2b
 
@@ -303,13 +289,13 @@ def load_layout(node_type: Any, env: Mapping[str, str]) -> NodeLayout:
     # which a cache hit then does not import
     names = blake2b(",".join(node_type.nodes).encode(), digest_size=32).hexdigest()
     key = f"{_topology_key(node_type.topology)}|{node_type.name}|{names}"
-    cache_file = os.path.join(_cache_dir(env), "layouts.json")
+    cache = user_cache(env)
+    entry = entry_name(f"layout-{node_type.name}", os.path.abspath(node_type.topology), node_type.name) + ".json"
+    raw = cache.get(entry, key)
     try:
-        with open(cache_file, encoding="utf-8") as fh:
-            cache = json.load(fh)
-    except (OSError, ValueError):
-        cache = {}
-    hit = cache.get(key)
+        hit = json.loads(raw) if raw is not None else None
+    except ValueError:
+        hit = None
     if hit is not None:
         try:
             return NodeLayout(name=hit["name"], nodes=hit["nodes"],
@@ -327,18 +313,10 @@ def load_layout(node_type: Any, env: Mapping[str, str]) -> NodeLayout:
         layout = node_layout(load_topology_file(node_type.topology), node_type.name, hosts)
     except (OSError, TopologyError) as exc:
         raise PolicyError(f"node type {node_type.name}: topology {node_type.topology}: {exc}") from None
-    cache = {k: v for k, v in cache.items() if not k.startswith(key.split("|", 1)[0] + "|")}
-    cache[key] = {"name": layout.name, "nodes": layout.nodes, "gpu_sockets": layout.gpu_sockets,
-                  "socket_gpus": layout.socket_gpus, "local_cores_per_gpu": layout.local_cores_per_gpu,
-                  "cores_per_socket": layout.cores_per_socket, "sockets": layout.sockets}
-    try:
-        os.makedirs(os.path.dirname(cache_file), exist_ok=True)
-        tmp = f"{cache_file}.{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(cache, fh)
-        os.replace(tmp, cache_file)
-    except OSError:
-        pass  # a read-only home: no cache, same answer
+    cache.put(entry, key, json.dumps({
+        "name": layout.name, "nodes": layout.nodes, "gpu_sockets": layout.gpu_sockets,
+        "socket_gpus": layout.socket_gpus, "local_cores_per_gpu": layout.local_cores_per_gpu,
+        "cores_per_socket": layout.cores_per_socket, "sockets": layout.sockets}).encode())  # best effort
     return layout
 
 
@@ -445,25 +423,10 @@ def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None, checkp
 def write_rendered(text: str, env: Mapping[str, str]) -> str:
     """The rendered script in a private temporary file (removed by the caller once sbatch has read it:
     the job carries its own payload, so nothing needs to stay behind)."""
-    # os.open with O_EXCL and a random name, as tempfile.mkstemp does (without importing tempfile,
-    # shutil and random: about 3 ms of gpusub's start)
-    directory = env.get("TMPDIR") or "/tmp"
-    for _ in range(100):
-        path = os.path.join(directory, f"gpusub.{os.urandom(6).hex()}.sh")
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise FileExistsError(f"no free temporary name in {directory}")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
-            fh.write(text)
-    except BaseException:
-        os.unlink(path)
-        raise
-    return path
+    from slurm_gpu.adapters.fs import create_private
+
+    return create_private(env.get("TMPDIR") or "/tmp", "gpusub.", ".sh",
+                          text.encode("utf-8", "surrogateescape"))
 
 
 def all_warnings(prep: Prepared) -> list[str]:

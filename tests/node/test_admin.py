@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "slurm-gpu")
 POLICY = str(REPO / "examples" / "policies" / "university.yaml")
 SHIMS = ("prolog.sh", "epilog.sh", "task_prolog.sh", "epilog_ctld.sh")
+USER = 1001  # a user's uid (no account needed for chown)
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -106,6 +107,7 @@ def test_install_refuses_a_symlinked_or_writable_prefix(root: Path):
     real = root / "real"
     real.mkdir(mode=0o755)
     (root / "link").symlink_to(real)
+    os.lchown(root / "link", USER, USER)  # a user's link (root's own, in root's directory, is followed)
     r = cli("install", "--prefix", str(root / "link"), "--no-job-submit")
     assert r.returncode == 1 and "symlink" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert os.listdir(real) == []
@@ -113,6 +115,45 @@ def test_install_refuses_a_symlinked_or_writable_prefix(root: Path):
     r = cli("install", "--prefix", str(real), "--no-job-submit")
     assert r.returncode == 1 and "writable by other" in r.stderr
     assert cli("install", "--prefix", str(root / "x"), "--policy", str(root / "missing.yaml")).returncode == 2
+
+
+def test_install_follows_only_roots_own_symlink(root: Path):
+    real = root / "real"
+    real.mkdir(mode=0o755)
+    (root / "link").symlink_to(real)  # root's link in root's directory (as /var/run -> /run)
+    assert cli("install", "--prefix", str(root / "link"), "--no-job-submit").returncode == 0
+    assert (real / "prolog.sh").is_file() and not (real / "prolog.sh").is_symlink()
+
+
+@pytest.mark.parametrize("how", ["owned-by-user", "world-writable", "user's symlink"])
+def test_install_refuses_a_job_submit_dir_a_user_controls_like_the_prefix(root: Path, how: str):
+    js = root / "js"
+    js.mkdir(mode=0o755)
+    (js / "job_submit.lua").write_text("-- the site's script\n")
+    given = js
+    if how == "owned-by-user":
+        os.chown(js, USER, USER)
+    elif how == "world-writable":
+        os.chmod(js, 0o777)
+    else:
+        given = root / "jslink"
+        given.symlink_to(js)
+        os.lchown(given, USER, USER)
+    pre = root / "etc"
+    r = cli("install", "--prefix", str(pre), "--policy", POLICY, "--job-submit-dir", str(given))
+    why = {"owned-by-user": f"owned by uid {USER}", "world-writable": "writable by other users",
+           "user's symlink": "symlink"}[how]
+    assert r.returncode == 1 and why in r.stderr and "--job-submit-dir" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not pre.exists()  # refused before anything was written
+    assert os.listdir(js) == ["job_submit.lua"] and (js / "job_submit.lua").read_text() == "-- the site's script\n"
+    # the prefix's own rule is the same: a user-owned prefix is refused the same way
+    os.chown(js, 0, 0)
+    os.chmod(js, 0o755)
+    pre.mkdir(mode=0o755)
+    os.chown(pre, USER, USER)
+    r = cli("install", "--prefix", str(pre), "--policy", POLICY, "--job-submit-dir", str(js))
+    assert r.returncode == 1 and f"owned by uid {USER}" in r.stderr and os.listdir(pre) == []
 
 
 def test_check_passes_on_a_fresh_install_and_names_each_problem(root: Path):

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_gpu.adapters import trusted_path
+from slurm_gpu.adapters import fs
 from slurm_gpu.checkpoint.markers import Marker, to_json
-from slurm_gpu.node.epilog_ctld import Log, read_ckpt
+from slurm_gpu.node.epilog_ctld import PROG, read_ckpt
 from slurm_gpu.node.requeue import MISSING, JobFacts, PolicyFacts, decide
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="reads another user's files as root, as the hook does")
@@ -130,8 +130,8 @@ def test_link_in_a_world_writable_directory_is_not_followed(tmp_path: Path) -> N
     job, _ = make_job_dir(tmp_path)
     os.chmod(tmp_path, 0o777)
     (tmp_path / "rootlink").symlink_to("w")
-    with pytest.raises(trusted_path.UntrustedPath, match="not followed"):
-        os.close(trusted_path.open_dir(str(tmp_path / "rootlink")))
+    with pytest.raises(fs.Untrusted, match="not followed"):
+        os.close(fs.open_dir(str(tmp_path / "rootlink"), trust=fs.LINKS))
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "foreign", "corrupt", "huge"])
@@ -164,7 +164,7 @@ def test_hostile_markers_are_skipped_with_a_log_line(tmp_path: Path, kind: str) 
 
 def test_log_file_is_made_safely(tmp_path: Path) -> None:
     path = tmp_path / "sub" / "epilog-ctld.log"
-    log = Log(str(path))
+    log = fs.Log(PROG, str(path))
     log("hello")
     log.close()
     assert path.read_text().endswith("hello\n") and (path.stat().st_mode & 0o777) == 0o640
@@ -172,7 +172,7 @@ def test_log_file_is_made_safely(tmp_path: Path) -> None:
     target.write_text("keep\n")
     link = tmp_path / "link.log"
     link.symlink_to(target)
-    log = Log(str(link))
+    log = fs.Log(PROG, str(link))
     assert log.fd is None and "logging to stderr only" in log.problem
     log("x")
     log.close()

@@ -56,8 +56,17 @@ def test_symlinked_directory_is_refused(hooks, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (hooks.root / "state").symlink_to(elsewhere)
+    os.lchown(hooks.root / "state", USER, USER)  # a user's link (root's own, in root's directory, is followed)
     err = ok(hooks.run("prolog"))
-    assert "is a symlink or not a directory; refused" in err and os.listdir(elsewhere) == []
+    assert "is a symlink that root does not control; refused" in err and os.listdir(elsewhere) == []
+
+
+def test_roots_own_symlinked_directory_is_followed(hooks, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (hooks.root / "state").symlink_to(elsewhere)  # as /var/run -> /run: only root could have made it
+    ok(hooks.run("prolog"))
+    assert os.listdir(elsewhere) == [f"{JOB}.json"]
 
 
 @pytest.mark.parametrize("how", ["owned-by-user", "world-writable", "group-writable"])

@@ -12,8 +12,9 @@ import sys
 
 import pytest
 
+from slurm_gpu.adapters.policy_cache import load_policy_cached
 from slurm_gpu.errors import PolicyError
-from slurm_gpu.policy import load_policy, load_policy_cached
+from slurm_gpu.policy import load_policy
 
 LIMIT_AS = 1024 ** 3
 TIMEOUT_S = 20  # generous for a loaded CI machine; each case takes well under a second here
@@ -152,10 +153,12 @@ def test_cache_is_json_ours_and_optional(tmp_path, monkeypatch) -> None:
     cache = tmp_path / "cache"
     first = load_policy_cached(path, str(cache))
     (entry,) = cache.iterdir()
-    data = json.loads(entry.read_text())  # JSON, not pickle
-    assert data["policy"]["name"] == "p" and oct(entry.stat().st_mode & 0o777) == "0o600"
+    header, _, body = entry.read_bytes().partition(b"\n")  # the one cache's key line, then the data
+    data = json.loads(body)  # JSON, not pickle
+    assert header.startswith(b"slurm-gpu-cache ") and data["policy"]["name"] == "p"
+    assert oct(entry.stat().st_mode & 0o777) == "0o600" and oct(cache.stat().st_mode & 0o777) == "0o700"
     data["policy"]["description"] = "planted"
-    entry.write_text(json.dumps(data))
+    entry.write_bytes(header + b"\n" + json.dumps(data).encode())
     assert load_policy_cached(path, str(cache)).description == "planted"  # our own entry is trusted...
     entry.chmod(0o666)
     assert load_policy_cached(path, str(cache)) == first  # ...one that others can write is not

@@ -8,8 +8,9 @@ import textwrap
 
 import pytest
 
+from slurm_gpu.adapters.policy_cache import load_policy_cached
 from slurm_gpu.adapters.slurm.inventory import parse_gres_types, parse_partitions
-from slurm_gpu.policy import check_policy, load_policy, load_policy_cached
+from slurm_gpu.policy import check_policy, load_policy
 from slurm_gpu.policy.durations import format_duration_min, parse_duration_min, parse_duration_s
 from slurm_gpu.policy.lint import live_warnings
 from slurm_gpu.policy.vram import estimate_vram, fit_vram, parse_param_count

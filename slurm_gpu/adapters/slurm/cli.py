@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from slurm_gpu.adapters.cache import Cache, user_cache_dir
+from slurm_gpu.adapters.fs import create_private
 from slurm_gpu.adapters.slurm.runner import DEFAULT_TIMEOUT_S, failure, run_slurm
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
 from slurm_gpu.slurm.records import (
@@ -103,35 +105,24 @@ class SbatchCli:
                 key += f":{conf}:{os.stat(conf).st_mtime_ns}"
             except OSError:
                 key += f":{conf}:-"
-        cache_dir = self.cache_dir or os.path.join(
-            self.env.get("XDG_CACHE_HOME") or os.path.join(self.env.get("HOME") or "/tmp", ".cache"), "slurm-gpu")
-        cache_file = os.path.join(cache_dir, name)
+        cache = Cache(self.cache_dir or user_cache_dir(self.env), 1 << 20)
+        cached = cache.get(name, key)
+        if cached is not None:
+            return cached.decode("utf-8", "replace")
+        env = dict(self.env)
+        probe_conf = None
+        if not with_site_conf:  # --version needs no cluster: a throw-away minimal slurm.conf
+            probe_conf = create_private(self.env.get("TMPDIR") or "/tmp", "gpusub-probe.", ".conf",
+                                        b"ClusterName=probe\nSlurmctldHost=localhost\n")
+            env["SLURM_CONF"] = probe_conf
         try:
-            with open(cache_file, encoding="utf-8") as fh:
-                cached_key, _, text = fh.read(1 << 20).partition("\n")
-            if cached_key == key:
-                return text
-        except (OSError, ValueError):
-            pass
-        import tempfile  # a cache miss only: tempfile pulls in shutil and random
-
-        with tempfile.TemporaryDirectory(prefix="gpusub-probe.") as tmp:
-            env = dict(self.env)
-            if not with_site_conf:  # --version needs no cluster: a throw-away minimal slurm.conf
-                env["SLURM_CONF"] = os.path.join(tmp, "slurm.conf")
-                with open(env["SLURM_CONF"], "w", encoding="utf-8") as fh:
-                    fh.write("ClusterName=probe\nSlurmctldHost=localhost\n")
             rc, out, err = self._run([real, flag], env=env)
+        finally:
+            if probe_conf is not None:
+                os.unlink(probe_conf)
         if rc != 0:
             raise self._fail(f"sbatch {flag}", err)
-        try:
-            os.makedirs(cache_dir, exist_ok=True)
-            part = f"{cache_file}.{os.getpid()}"
-            with open(part, "w", encoding="utf-8") as fh:
-                fh.write(f"{key}\n{out}")
-            os.replace(part, cache_file)
-        except OSError:
-            pass  # a read-only or missing home: no cache, same answer
+        cache.put(name, key, out.encode("utf-8", "replace"))  # a read-only or missing home: no cache, same answer
         return out
 
     # -- submission -----------------------------------------------------------------------------
