@@ -28,7 +28,7 @@ from slurm_gpu.adapters import fs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
 FORMAT = 1
 DEFAULT_LIMIT = 4 << 20
@@ -49,6 +49,18 @@ def entry_name(prefix: str, *parts: str) -> str:
     """A file name for an entry: ``prefix`` (letters, digits, ``-_.``) and a crc32 of ``parts``."""
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in prefix)[:80].lstrip(".")
     return f"{safe or 'entry'}-{zlib.crc32(chr(0).join(parts).encode('utf-8', 'surrogateescape')):08x}"
+
+
+def file_stamps(paths: Iterable[str]) -> list[list[object]] | None:
+    """[path, mtime_ns, size] of each file, for a key or an entry to check; None when one is missing."""
+    out: list[list[object]] = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            return None
+        out.append([p, st.st_mtime_ns, st.st_size])
+    return out
 
 
 def _line(key: str) -> bytes:
@@ -107,4 +119,4 @@ def user_cache(env: Mapping[str, str] | None = None, limit: int = DEFAULT_LIMIT)
     return Cache(user_cache_dir(env), limit)
 
 
-__all__ = ["Cache", "user_cache", "user_cache_dir", "entry_name", "FORMAT"]
+__all__ = ["Cache", "user_cache", "user_cache_dir", "entry_name", "file_stamps", "FORMAT"]

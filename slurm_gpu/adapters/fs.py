@@ -10,8 +10,9 @@ could have put something else, goes through here (tests/adapters/test_fs_call_si
   The owner rule (``trust``):
 
   - :data:`STRICT` (the default): every component is root's or the caller's and writable by nobody
-    else. A sticky directory that others can write (``/tmp``) may be passed through, but nothing is
-    created directly in it, by anyone: a name there can be claimed by any user first.
+    else. A sticky directory that others can write (``/tmp``) may be passed through, but root creates
+    nothing directly in it (a name there can be claimed by any user first); another caller may, and
+    what it made (or found there) must then be its own, as every component.
   - :data:`LINKS`: any owner (root or SlurmUser reading a user's directory); only the symlink rule holds.
   - :data:`CALLER`: the caller's own path, resolved as the kernel does (for a process that has no more
     rights than its user, following a link is no escalation). Run by root it is :data:`STRICT`.
@@ -117,8 +118,8 @@ def open_dir(path: str, *, create: bool = False, mode: int = 0o755, trust: str =
             except FileNotFoundError:
                 if not create:
                     raise FileNotFoundError(errno.ENOENT, f"{here} does not exist") from None
-                if _shared(os.fstat(stack[-1])):
-                    raise Untrusted(errno.EPERM, f"{here} does not exist, and nothing is created in "
+                if euid == 0 and _shared(os.fstat(stack[-1])):
+                    raise Untrusted(errno.EPERM, f"{here} does not exist, and root creates nothing in "
                                                  f"{'/' + '/'.join(walked)}, which other users can write") from None
                 try:
                     os.mkdir(name, mode if last else 0o755, dir_fd=stack[-1])

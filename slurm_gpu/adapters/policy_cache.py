@@ -10,24 +10,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any
 
-from slurm_gpu.adapters.cache import Cache, entry_name, user_cache_dir
+from slurm_gpu.adapters.cache import Cache, entry_name, file_stamps, user_cache_dir
 from slurm_gpu.policy.cache import from_plain
 from slurm_gpu.policy.model import Policy
 
 _MAX_ENTRY = 4 * 1024 * 1024
-
-
-def _stamp(paths: tuple[str, ...]) -> list[list[Any]] | None:
-    out = []
-    for p in paths:
-        try:
-            s = os.stat(p)
-        except OSError:
-            return None
-        out.append([p, s.st_mtime_ns, s.st_size])
-    return out
 
 
 def load_policy_cached(path: str, cache_dir: str | None = None) -> Policy:
@@ -36,21 +24,21 @@ def load_policy_cached(path: str, cache_dir: str | None = None) -> Policy:
     real = os.path.realpath(path)
     cache = Cache(cache_dir or user_cache_dir(), _MAX_ENTRY)
     name = entry_name("policy-" + os.path.basename(real).replace(".", "_")[:60], real) + ".json"
-    main = _stamp((real,))
+    main = file_stamps((real,))
     key = json.dumps(main)
     raw = cache.get(name, key) if main is not None else None
     if raw is not None:
         try:
             data = json.loads(raw)
             policy: Policy = from_plain(Policy, data["policy"])
-            if data["stamp"] == _stamp((real, *policy.includes)):
+            if data["stamp"] == file_stamps((real, *policy.includes)):
                 return policy
         except Exception:  # noqa: BLE001 - any cache problem means "parse again"
             pass
     from slurm_gpu.policy.load import load_policy
 
     policy = load_policy(path)
-    stamp = _stamp((real, *policy.includes))
+    stamp = file_stamps((real, *policy.includes))
     if stamp is not None and main is not None and stamp[0] == main[0]:
         try:
             cache.put(name, key, json.dumps({"stamp": stamp, "policy": dataclasses.asdict(policy)}).encode())

@@ -26,7 +26,7 @@ from slurm_gpu.node.model import HealthFailure, JobSetupError, Unavailable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
     from typing import Any
 
     from slurm_gpu.node.model import HookContext
@@ -87,17 +87,6 @@ def load_site_policy(ctx: HookContext) -> Any:
         raise Unavailable(f"policy {path}: {str(exc).splitlines()[0][:300]}") from None
 
 
-def _stamp(paths: Sequence[str]) -> list[list[object]] | None:
-    out: list[list[object]] = []
-    for p in paths:
-        try:
-            st = os.stat(p)
-        except OSError:
-            return None
-        out.append([p, st.st_mtime_ns, st.st_size])
-    return out
-
-
 def node_mig_mode(ctx: HookContext) -> str:
     """This node's ``mig_mode`` in the policy ("none" when no policy or no node type), remembered in
     ``state_dir/policy-cache/node-<node>.json`` while no file of the policy changes (the epilog of
@@ -109,7 +98,7 @@ def node_mig_mode(ctx: HookContext) -> str:
     if not path:
         return "none"
     name = f"node-{''.join(c if c.isalnum() or c in '-_.' else '_' for c in ctx.job.node)[:100]}.json"
-    from slurm_gpu.adapters.cache import Cache
+    from slurm_gpu.adapters.cache import Cache, file_stamps
 
     cache = Cache(os.path.join(state_dir, "policy-cache") if state_dir else None, 1 << 16)
     raw = cache.get(name, path)
@@ -118,14 +107,14 @@ def node_mig_mode(ctx: HookContext) -> str:
             data = json.loads(raw.decode())
             stamp = data.get("stamp")
             if data.get("policy") == path and isinstance(stamp, list) and stamp and \
-                    _stamp([str(s[0]) for s in stamp if isinstance(s, list) and s]) == stamp:
+                    file_stamps([str(s[0]) for s in stamp if isinstance(s, list) and s]) == stamp:
                 return str(data.get("mode", "none"))
         except (ValueError, AttributeError):
             pass
     policy = load_site_policy(ctx)
     nt = _node_type(ctx, policy)
     mode = str(nt.mig_mode) if nt is not None else "none"
-    stamp = _stamp([os.path.realpath(path), *getattr(policy, "includes", ())])
+    stamp = file_stamps([os.path.realpath(path), *getattr(policy, "includes", ())])
     if stamp is not None:
         cache.put(name, path, json.dumps({"policy": path, "stamp": stamp, "mode": mode}).encode())
     return mode
