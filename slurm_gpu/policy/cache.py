@@ -5,20 +5,25 @@ form after a JSON round trip. Pure; the cache that stores it is slurm_gpu/adapte
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
+from slurm_gpu.jsontypes import JsonValue
 from slurm_gpu.policy.kinds import Nested, Section
+
+T = TypeVar("T")
 
 
 def _tuples(value: Any) -> Any:
     return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
-def from_plain(cls: type, data: dict[str, Any]) -> Any:
+def from_plain(cls: type[T], data: Mapping[str, JsonValue]) -> T:
     """Rebuild a model dataclass from its ``dataclasses.asdict`` form (after a JSON round trip)."""
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        value, kind = data[f.name], f.metadata.get("kind")
+    kwargs: dict[str, Any] = {}
+    plain: Any = data
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]  # a model dataclass
+        value, kind = plain[f.name], f.metadata.get("kind")
         if isinstance(kind, Section):
             kwargs[f.name] = tuple(from_plain(kind.cls, v) for v in value)
         elif isinstance(kind, Nested):
