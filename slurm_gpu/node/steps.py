@@ -56,9 +56,9 @@ def running_here(ctx: HookContext, job: int) -> set[int]:
     if not path or job == ctx.job.job_id:
         return set()
     try:
-        fd = files.open_dir(path, 0o700, create=False)
+        fd = fs.open_dir(path)
         try:
-            data = files.read_small(fd, f"{job}.json", 1 << 20)
+            data = fs.read_capped(fd, f"{job}.json", limit=1 << 20, missing_ok=True, trusted=True)
         finally:
             os.close(fd)
         state = json.loads(data or b"{}")
