@@ -7,9 +7,14 @@ so ``from slurm_gpu.placement.plan import BindingPlan`` keeps working."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
+from slurm_gpu.jsontypes import JsonObject
 from slurm_gpu.plain import NamedTuple
+
+if TYPE_CHECKING:  # the types only: gpusub's start does not load the policy model for them
+    from slurm_gpu.policy.model import Defaults
+    from slurm_gpu.topology.model import Topology
 
 ISOLATIONS = ("shared", "strict")
 LAUNCHES = ("batch", "per-gpu")  # batch: the script runs once, as under sbatch (default)
@@ -49,7 +54,7 @@ class NodeLayout(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1 ms less
         return tuple(g for _s, gpus in sorted(self.socket_gpus) for g in gpus)
 
 
-def node_layout(topo: Any, name: str = "", nodes: str = "") -> NodeLayout:
+def node_layout(topo: Topology, name: str = "", nodes: str = "") -> NodeLayout:
     """Read a Topology (slurm_gpu.topology) into a NodeLayout."""
     per_gpu: list[tuple[int, int]] = []
     core_sets: dict[tuple[int, ...], list[int]] = {}
@@ -91,7 +96,7 @@ class BindingPlan(NamedTuple):
     task_prelude: str = ""  # bash run in each task before the payload (GPU order, LOCAL_RANK)
     warnings: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "tasks": self.tasks, "cpus_per_task": self.cpus_per_task, "gpus_per_task": self.gpus_per_task,
             "nodes": self.nodes, "gpus_per_node": self.gpus_per_node, "cpus_per_gpu": self.cpus_per_gpu,
@@ -113,11 +118,11 @@ def known(value: int | None) -> int | None:
     return value if isinstance(value, int) and value > 0 else None
 
 
-def default_cpus_per_gpu(defaults: Any, layouts: Sequence[NodeLayout]) -> int | None:
+def default_cpus_per_gpu(defaults: Defaults | None, layouts: Sequence[NodeLayout]) -> int | None:
     """The policy's CPUs per GPU: a number, or ``topology`` = the cores local to each GPU (the least
     over the node types; none given: None). The emitter writes the same value as the partition's
     DefCpuPerGPU."""
-    value = getattr(defaults, "cpus_per_gpu", None) if defaults is not None else None
+    value = defaults.cpus_per_gpu if defaults is not None else None
     if isinstance(value, int) and not isinstance(value, bool) and value > 0:
         return value
     if value == "topology" and layouts:

@@ -20,10 +20,16 @@ its own GPU(s) (device cgroups then block CUDA IPC between tasks).
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.placement.layout import ISOLATIONS, BindingPlan, NodeLayout, ceil_div, default_cpus_per_gpu, node_layout
+from slurm_gpu.request import Decision, JobRequest
+from slurm_gpu.slurm.release import SlurmSpelling
+
+if TYPE_CHECKING:  # the types only: gpusub's start does not load the policy or topology model for them
+    from slurm_gpu.policy.model import Defaults
+    from slurm_gpu.topology.model import Topology
 
 
 def task_prelude(layouts: Sequence[NodeLayout], isolation: str, gpus_per_task: int | None) -> str:
@@ -79,7 +85,8 @@ class _PerGpu:
                  "per_node", "nodes", "tasks", "tasks_per_node", "gpus_per_task", "cpg", "cpus_per_task", "sockets",
                  "tasks_per_socket", "opts", "srun", "prelude", "why", "warnings")
 
-    def __init__(self, request: Any, decision: Any, spelling: Any, isolation: str, defaults: Any,
+    def __init__(self, request: JobRequest, decision: Decision, spelling: SlurmSpelling, isolation: str,
+                 defaults: Defaults | None,
                  layouts: list[NodeLayout], given: set[str], gpus: int, cpu_bind: str) -> None:
         self.request, self.decision, self.spelling, self.isolation = request, decision, spelling, isolation
         self.defaults, self.layouts, self.given, self.gpus, self.cpu_bind = defaults, layouts, given, gpus, cpu_bind
@@ -151,7 +158,7 @@ def _tasks(st: _PerGpu) -> None:
 
 
 def _cores_yours_per_gpu(st: _PerGpu) -> None:
-    st.cpg = st.request.cpus_per_gpu
+    st.cpg = st.request.cpus_per_gpu or 0  # given: this case holds
     st.why.append(f"{st.cpg} cores per GPU (--cpus-per-gpu, yours)")
     if st.cpg > st.local:
         st.warnings.append(f"--cpus-per-gpu={st.cpg} is more than the {st.local} cores local to each GPU; "
@@ -159,7 +166,7 @@ def _cores_yours_per_gpu(st: _PerGpu) -> None:
 
 
 def _cores_yours_per_task(st: _PerGpu) -> None:
-    st.cpg = max(1, st.request.cpus_per_task * st.tasks_per_node // st.per_node)
+    st.cpg = max(1, (st.request.cpus_per_task or 0) * st.tasks_per_node // st.per_node)  # given: this case holds
     st.why.append(f"{st.request.cpus_per_task} cores per task (--cpus-per-task, yours) = {st.cpg} per GPU")
 
 
@@ -229,7 +236,7 @@ def _gpus_split_evenly(st: _PerGpu) -> bool:
 
 def _gpus_per_socket(st: _PerGpu) -> None:
     per_socket = st.per_node // st.sockets
-    gtype = getattr(st.decision, "gpu_type", None) or st.request.gpu_type
+    gtype = st.decision.gpu_type or st.request.gpu_type
     st.opts.append(f"--gpus-per-socket={gtype + ':' if gtype else ''}{per_socket}")
     st.opts.append(f"--sockets-per-node={st.sockets}")
     st.why.append(f"--gpus-per-socket={per_socket} --sockets-per-node={st.sockets}: the GPUs come {per_socket} "
@@ -288,7 +295,7 @@ def _warn_no_binding(st: _PerGpu) -> None:
 
 _BINDING_CASES: tuple[Case, ...] = (
     ("this Slurm changes the job's CPUs with enforce-binding",
-     lambda st: not getattr(st.spelling, "enforce_binding_keeps_shape", True), _no_binding_here),
+     lambda st: not st.spelling.enforce_binding_keeps_shape, _no_binding_here),
     ("the cores fit the GPUs' sockets: enforce-binding", _cores_fit_sockets, _enforce),
     ("they do not: warn", lambda st: True, _warn_no_binding),
 )
@@ -363,13 +370,16 @@ PER_GPU_STEPS: tuple[tuple[str, Callable[[_PerGpu], None]], ...] = (
 )
 
 
-def _layouts(topo: Any) -> list[NodeLayout]:
+def _layouts(topo: Topology | list[Topology] | tuple[Topology, ...] | None) -> list[NodeLayout]:
     """One Topology, or a list or tuple of them, as layouts."""
+    if topo is None:
+        raise TypeError("plan_per_gpu: give layouts or topo")
     return [node_layout(t) for t in (list(topo) if isinstance(topo, (list, tuple)) else [topo])]
 
 
-def plan_per_gpu(request: Any, decision: Any, topo: Any, spelling: Any, isolation: str = "shared", *,
-                 launch: str | None = None, defaults: Any = None,
+def plan_per_gpu(request: JobRequest, decision: Decision, topo: Topology | list[Topology] | tuple[Topology, ...] | None,
+                 spelling: SlurmSpelling, isolation: str = "shared", *, launch: str | None = None,
+                 defaults: Defaults | None = None,
                  layouts: Sequence[NodeLayout] | None = None, given: Collection[str] = (),
                  cpu_bind: str = "cores") -> BindingPlan | None:
     """The opt-in per-GPU launch (``gpusub --launch=per-gpu``): one task per GPU unless the user set a
@@ -384,7 +394,7 @@ def plan_per_gpu(request: Any, decision: Any, topo: Any, spelling: Any, isolatio
     if isolation not in ISOLATIONS:
         raise SlurmGpuError(f"--gpu-isolation {isolation}: accepted values are {', '.join(ISOLATIONS)}")
     layouts = [lay for lay in (_layouts(topo) if layouts is None else layouts) if lay.gpus > 0]
-    gpus = int(getattr(decision, "gpus", 0) or request.total_gpus)
+    gpus = int(decision.gpus or request.total_gpus)
     if gpus <= 0 or not layouts:
         return None
     st = _PerGpu(request, decision, spelling, isolation, defaults, layouts, set(given), gpus, cpu_bind)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.placement.layout import (
@@ -50,16 +50,21 @@ from slurm_gpu.placement.layout import (
     node_layout,
 )
 from slurm_gpu.placement.per_gpu import plan_per_gpu
+from slurm_gpu.request import Decision, JobRequest
+from slurm_gpu.slurm.release import SlurmSpelling
+
+if TYPE_CHECKING:  # the type only: gpusub's start does not load the policy model for it
+    from slurm_gpu.policy.model import Defaults
 
 
-def _gpus_per_node(request: Any, gpus: int, node_gpus: int) -> tuple[int | None, int | None]:
+def _gpus_per_node(request: JobRequest, gpus: int, node_gpus: int) -> tuple[int | None, int | None]:
     """(GPUs per node, nodes) as slurmctld will lay them out, or None where it is not determined."""
     nodes = known(request.nodes)
-    if known(request.gpus_per_node):
-        return request.gpus_per_node, nodes
-    if known(request.gpus_per_task):
-        tpn = _gpu_tasks_per_node(request, nodes, node_gpus)
-        return (request.gpus_per_task * tpn if tpn else None), nodes
+    if (per_node := known(request.gpus_per_node)) is not None:
+        return per_node, nodes
+    if (per_task := known(request.gpus_per_task)) is not None:
+        tpn = _gpu_tasks_per_node(request, per_task, nodes, node_gpus)
+        return (per_task * tpn if tpn else None), nodes
     if nodes:
         return (gpus // nodes if gpus % nodes == 0 else None), nodes
     if gpus <= node_gpus:  # one node holds them all; slurmctld packs a per-job count onto one node
@@ -67,26 +72,26 @@ def _gpus_per_node(request: Any, gpus: int, node_gpus: int) -> tuple[int | None,
     return None, None
 
 
-def _gpu_tasks_per_node(request: Any, nodes: int | None, node_gpus: int) -> int | None:
-    """Tasks per node of a --gpus-per-task job (None: not determined)."""
+def _gpu_tasks_per_node(request: JobRequest, per_task: int, nodes: int | None, node_gpus: int) -> int | None:
+    """Tasks per node of a job with ``per_task`` GPUs per task (None: not determined)."""
     if (tpn := known(request.ntasks_per_node)) is not None:
         return tpn
-    if not known(request.ntasks):
+    if (ntasks := known(request.ntasks)) is None:
         return None if request.ntasks else 1  # sbatch's default: one task
     if nodes:
-        return ceil_div(request.ntasks, nodes)
-    return request.ntasks if request.ntasks * request.gpus_per_task <= node_gpus else None
+        return ceil_div(ntasks, nodes)
+    return ntasks if ntasks * per_task <= node_gpus else None
 
 
-def _tasks_per_node(request: Any, nodes: int | None, node_cores: int) -> int | None:
-    if known(request.ntasks_per_node):
-        return int(request.ntasks_per_node)
-    if known(request.ntasks):
+def _tasks_per_node(request: JobRequest, nodes: int | None, node_cores: int) -> int | None:
+    if (tpn := known(request.ntasks_per_node)) is not None:
+        return int(tpn)
+    if (ntasks := known(request.ntasks)) is not None:
         if nodes:
-            return ceil_div(request.ntasks, nodes)
+            return ceil_div(ntasks, nodes)
         # no node count: slurmctld starts from one node and packs the tasks there when they fit
         cpt = known(request.cpus_per_task) or 1
-        return request.ntasks if request.ntasks * cpt <= node_cores else None
+        return ntasks if ntasks * cpt <= node_cores else None
     return 1  # sbatch's default: one task
 
 
@@ -97,7 +102,8 @@ class _Batch:
     __slots__ = ("request", "spelling", "layouts", "defaults", "given", "partition_layouts", "gpus", "per_node",
                  "nodes", "tpn", "cpg", "c", "cpus_per_node", "sockets", "opts", "why", "warnings")
 
-    def __init__(self, request: Any, spelling: Any, layouts: list[NodeLayout], gpus: int, defaults: Any,
+    def __init__(self, request: JobRequest, spelling: SlurmSpelling, layouts: list[NodeLayout], gpus: int,
+                 defaults: Defaults | None,
                  given: set[str], partition_layouts: Sequence[NodeLayout] | None) -> None:
         self.request, self.spelling, self.layouts, self.gpus = request, spelling, layouts, gpus
         self.defaults, self.given, self.partition_layouts = defaults, given, partition_layouts
@@ -281,8 +287,8 @@ BATCH_STEPS: tuple[tuple[str, Callable[[_Batch], None]], ...] = (
 )
 
 
-def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence[NodeLayout], *,
-                   defaults: Any = None, given: Collection[str] = (), cpu_bind: str = "cores",
+def plan_placement(request: JobRequest, decision: Decision, spelling: SlurmSpelling, layouts: Sequence[NodeLayout],
+                   *, defaults: Defaults | None = None, given: Collection[str] = (), cpu_bind: str = "cores",
                    isolation: str = "shared", partition_layouts: Sequence[NodeLayout] | None = None,
                    ) -> BindingPlan | None:
     """The default plan: placement options that keep the job's shape (see the module docstring).
@@ -292,7 +298,7 @@ def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence
     over them, as the emitter writes it); default ``layouts``.
     Returns None for a job without GPUs or without a known node type."""
     layouts = [lay for lay in layouts if lay.gpus > 0]
-    gpus = int(getattr(decision, "gpus", 0) or request.total_gpus)
+    gpus = int(decision.gpus or request.total_gpus)
     if gpus <= 0 or not layouts:
         return None
     st = _Batch(request, spelling, layouts, gpus, defaults, set(given), partition_layouts)
@@ -344,8 +350,8 @@ def constraint_warnings(constraint: str | None, features_by_type: Sequence[tuple
             + f"({types}) has the feature(s) {', '.join(missing)}; features there: {', '.join(sorted(have))}",)
 
 
-def plan_binding(request: Any, decision: Any, spelling: Any, layouts: Sequence[NodeLayout], *,
-                 launch: str | None = None, isolation: str = "shared", defaults: Any = None,
+def plan_binding(request: JobRequest, decision: Decision, spelling: SlurmSpelling, layouts: Sequence[NodeLayout], *,
+                 launch: str | None = None, isolation: str = "shared", defaults: Defaults | None = None,
                  given: Collection[str] = (), cpu_bind: str = "cores",
                  partition_layouts: Sequence[NodeLayout] | None = None) -> BindingPlan | None:
     """The plan for ``launch``: ``batch`` (default, :func:`plan_placement`) or ``per-gpu`` (opt-in)."""

@@ -27,9 +27,9 @@ import math
 import random
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from slurm_gpu.sim.trace_fields import (
+    CsvRows,
     Trace,
     TraceError,
     TraceJob,
@@ -58,7 +58,7 @@ def read_alibaba(lines: Iterable[str], name: str = "<trace>") -> Trace:
     return read_csv_trace(lines, name, _read)
 
 
-def _read(rows: Any, name: str, header: list[str]) -> Trace:
+def _read(rows: CsvRows, name: str, header: list[str]) -> Trace:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise TraceError(f"{name}:1:1: missing column(s) {', '.join(missing)} (an Alibaba pod list)")

@@ -11,7 +11,7 @@ import csv
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Protocol
 
 from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.plain import NamedTuple
@@ -127,7 +127,18 @@ def check_count(jobs: list[TraceJob], where: Where) -> None:
         raise TraceError(f"{where.name}:{where.line}:1: more than {MAX_JOBS} jobs")
 
 
-def read_csv_trace(lines: Iterable[str], name: str, parse: Callable[[Any, str, list[str]], Trace]) -> Trace:
+class CsvRows(Protocol):
+    """csv.reader's rows as a parser reads them: the rows, and the line the last one ended on."""
+
+    @property
+    def line_num(self) -> int: ...
+
+    def __iter__(self) -> Iterator[list[str]]: ...
+
+    def __next__(self) -> list[str]: ...
+
+
+def read_csv_trace(lines: Iterable[str], name: str, parse: Callable[[CsvRows, str, list[str]], Trace]) -> Trace:
     """``parse(rows, name, header)`` over the CSV rows of ``lines`` (header lower-cased); csv's own errors
     (a NUL byte, a quoted field over csv's field size limit) and an empty file as ``name:line:1: ...``."""
     rows = csv.reader(capped_lines(lines, name))
@@ -142,4 +153,4 @@ def read_csv_trace(lines: Iterable[str], name: str, parse: Callable[[Any, str, l
 
 
 __all__ = ["MAX_LINE", "MAX_JOBS", "TraceError", "TraceJob", "Trace", "Where", "is_empty", "read_time", "read_count",
-           "finish", "check_count", "capped_lines", "read_csv_trace"]
+           "finish", "check_count", "capped_lines", "read_csv_trace", "CsvRows"]

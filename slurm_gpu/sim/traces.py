@@ -21,12 +21,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 from slurm_gpu.sim.alibaba import is_header, read_alibaba
 from slurm_gpu.sim.trace_fields import (
     MAX_JOBS,
     MAX_LINE,
+    CsvRows,
     Trace,
     TraceError,
     TraceJob,
@@ -75,7 +75,7 @@ def read_csv(lines: Iterable[str], name: str = "<trace>") -> Trace:
     return read_csv_trace(lines, name, _read_csv)
 
 
-def _read_csv(rows: Any, name: str, header: list[str]) -> Trace:
+def _read_csv(rows: CsvRows, name: str, header: list[str]) -> Trace:
     where = Where(name, header)
     missing = [c for c in ("job_id", "submit_time") if c not in header]
     if "duration" not in header and not {"start_time", "end_time"} <= set(header):

@@ -24,13 +24,16 @@ import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from slurm_gpu import units
 from slurm_gpu.digits import is_digits
 from slurm_gpu.slurm.release import Version, as_version
 from slurm_gpu.slurm.sbatch import values as sv
 from slurm_gpu.slurm.sbatch.parse import Submission, parse_submission
+
+JobDescValue: TypeAlias = "str | int | float | bool | None"  # what a job_desc field holds, as Lua reads it
+JobDesc: TypeAlias = "dict[str, JobDescValue]"
 
 NO_VAL = 0xFFFFFFFE
 NO_VAL16 = 0xFFFE
@@ -376,7 +379,7 @@ def _memory(line: _Line) -> tuple[float | int, int | None, int | None]:
 
 
 def _memory_field(i: int) -> Rule:
-    def rule(line: _Line) -> Any:
+    def rule(line: _Line) -> JobDescValue:
         return line.memory[i]
     rule.__name__ = f"memory[{i}]"
     return rule
@@ -432,7 +435,7 @@ def _immediate(line: _Line) -> int:
     return 0  # -I/--immediate is stripped before the parse (_INTERACTIVE_ONLY), so always 0 here
 
 
-Rule = Callable[[_Line], Any]
+Rule = Callable[[_Line], JobDescValue]
 
 # The job_desc, field by field, in the order the model writes them (a rule may read what earlier ones
 # settled only through _Line, never through the dict). A new field is a new row.
@@ -499,13 +502,13 @@ MODEL_FIELDS: tuple[str, ...] = tuple(field for field, _rule in FIELDS)
 
 
 def _component(opts: Mapping[str, str | None], version: Version, tool: str, sub: Submission, k: int,
-               command: str | None) -> dict[str, Any]:
+               command: str | None) -> JobDesc:
     line = _Line(opts, version, tool, sub, k, command)
     return {field: rule(line) for field, rule in FIELDS}
 
 
 def job_descs_for(argv: list[str] | tuple[str, ...], version: Version | tuple[int, ...],
-                  script_text: str | None = None) -> list[dict[str, Any]]:
+                  script_text: str | None = None) -> list[JobDesc]:
     """Every component's job_desc (one for a normal job) for a command line ``[tool, *args]``, tool
     one of sbatch, salloc, srun. ``script_text`` is the batch script (its ``#SBATCH`` lines count).
     Raises ModelGap for what the model does not cover, OptionError for what sbatch would refuse."""
@@ -526,7 +529,7 @@ def job_descs_for(argv: list[str] | tuple[str, ...], version: Version | tuple[in
 
 
 def job_desc_for(submission_or_argv: Submission | list[str] | tuple[str, ...], version: Version | tuple[int, ...],
-                 script_text: str | None = None, component: int = 0) -> dict[str, Any]:
+                 script_text: str | None = None, component: int = 0) -> JobDesc:
     """The job_desc of one component: from a command line ``[tool, *args]`` (see :func:`job_descs_for`)
     or from an already parsed sbatch :class:`Submission` (a batch job)."""
     if isinstance(submission_or_argv, Submission):
@@ -535,5 +538,5 @@ def job_desc_for(submission_or_argv: Submission | list[str] | tuple[str, ...], v
     return job_descs_for(submission_or_argv, version, script_text)[component]
 
 
-__all__ = ["job_desc_for", "job_descs_for", "strip_interactive", "FIELDS", "MODEL_FIELDS", "ModelGap", "NO_VAL",
-           "NO_VAL16", "NO_VAL64", "INFINITE", "MEM_PER_CPU"]
+__all__ = ["JobDesc", "JobDescValue", "job_desc_for", "job_descs_for", "strip_interactive", "FIELDS", "MODEL_FIELDS",
+           "ModelGap", "NO_VAL", "NO_VAL16", "NO_VAL64", "INFINITE", "MEM_PER_CPU"]
