@@ -6,6 +6,13 @@ built from the same config, and hands tests a :class:`SlurmLab` with helpers to 
 unprivileged lab user and to poll job states with timeouts (never fixed sleeps). Tests that use it are
 integration tests: mark them ``@pytest.mark.slurm``. Tests marked ``lab_restart`` (they stop and start
 the lab) are moved to the end of the run.
+
+``missing(reason)`` is the one way a test says its environment cannot run it: a skip with the reason,
+and under ``CI=true`` a failure (CI's machines provide everything, so a skip there would hide a test
+that never ran). ``needs_other_user`` asks :func:`slurm_gpu.lab.runtime.user_can_run` whether another
+user can start this interpreter (not when it or the checkout lies in a directory only its owner can
+enter: a pyenv Python or a clone under /root, mode 700); the C compiler and browser checks call
+``missing`` too.
 """
 
 from __future__ import annotations
@@ -13,9 +20,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -30,7 +38,32 @@ from slurm_gpu.lab.control import (
     policy_spec_factory,
     slurm_version,
 )
+from slurm_gpu.lab.runtime import user_can_run
 from slurm_gpu.lab.spec import LabSpec
+
+CI = os.environ.get("CI") == "true"
+
+
+def missing(reason: str) -> NoReturn:
+    """This environment cannot run the test: skip with ``reason``; under CI=true fail with it."""
+    if CI:
+        pytest.fail(f"{reason} (CI=true: CI must run this test, not skip it)")
+    pytest.skip(reason)
+
+
+_CAN_RUN: dict[tuple[str, str, str], bool] = {}
+
+
+def needs_other_user(user: str, python: str | None = None, code: str = "import slurm_gpu") -> None:
+    """``missing`` unless ``user`` can start ``python`` (default: this interpreter) and run ``code``."""
+    python = python or sys.executable
+    key = (python, user, code)
+    if key not in _CAN_RUN:
+        _CAN_RUN[key] = user_can_run(python, user, code)
+    if not _CAN_RUN[key]:
+        missing(f"the user {user} cannot run {python} -c {code!r}: the interpreter or the checkout is in a "
+                "directory other users cannot enter (a pyenv Python, a clone under /root); "
+                "make venv uses /usr/bin/python3")
 
 
 def pytest_configure(config: pytest.Config) -> None:

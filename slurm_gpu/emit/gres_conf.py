@@ -58,10 +58,10 @@ def static_mig_types(node_type: NodeType) -> list[tuple[str, int]]:
 def static_mig_lines(node_type: NodeType, topo: Topology, device_dir: str = "/dev") -> list[str]:
     """One ``NodeName=... Name=gpu Type=<type>_<profile> MultipleFiles=... [Cores=...]`` line per MIG device."""
     from slurm_gpu.cpulist import format_cpulist
-    from slurm_gpu.topology.slurmconf import _check_word
+    from slurm_gpu.topology.slurmconf import check_word
 
     base = device_dir.rstrip("/")
-    nodes = _check_word(compress_hostlist(list(node_type.nodes)), "node names")
+    nodes = check_word(compress_hostlist(list(node_type.nodes)), "node names")
     out: list[str] = []
     for g in topo.gpus[:node_type.gpus]:
         cores = topo.gpu_cores(g.index)
@@ -69,7 +69,7 @@ def static_mig_lines(node_type: NodeType, topo: Topology, device_dir: str = "/de
             gi_minor, ci_minor = mig_cap_minors(g.device_minor, gi)
             files = ",".join((f"{base}/nvidia{g.device_minor}", f"{base}/nvidia-caps/nvidia-cap{gi_minor}",
                               f"{base}/nvidia-caps/nvidia-cap{ci_minor}"))
-            line = f"NodeName={nodes} Name=gpu Type={_check_word(f'{node_type.gpu_type}_{prof}', 'GPU type')} " \
+            line = f"NodeName={nodes} Name=gpu Type={check_word(f'{node_type.gpu_type}_{prof}', 'GPU type')} " \
                    f"MultipleFiles={files}"
             if cores:
                 line += f" Cores={format_cpulist(cores)}"
@@ -86,11 +86,11 @@ def shard_lines(node_type: NodeType, topo: Topology, device_dir: str = "/dev") -
     """Sharding (Slurm 22.05+, gres.html "Sharding"): one ``Name=shard Count=<shards per GPU>
     File=/dev/nvidiaN`` line per GPU, so that each GPU's shards are its own (Slurm copies Type and Cores
     from the GPU's line and ignores them on a shard line)."""
-    from slurm_gpu.topology.slurmconf import _check_word
+    from slurm_gpu.topology.slurmconf import check_word
 
     if not shard_count(node_type):
         return []
-    nodes = _check_word(compress_hostlist(list(node_type.nodes)), "node names")
+    nodes = check_word(compress_hostlist(list(node_type.nodes)), "node names")
     return [f"NodeName={nodes} Name=shard Count={node_type.shards_per_gpu} "
             f"File={device_dir.rstrip('/')}/nvidia{g.device_minor}" for g in topo.gpus[:node_type.gpus]]
 

@@ -35,134 +35,36 @@ accelerate, deepspeed or mpirun are pinned by ``slurm-gpu-pin`` (docs/pinning.md
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING
 
-from slurm_gpu.plain import NamedTuple
+from slurm_gpu.errors import SlurmGpuError
+from slurm_gpu.placement.layout import (
+    ISOLATIONS,
+    LAUNCHES,
+    BindingPlan,
+    NodeLayout,
+    ceil_div,
+    default_cpus_per_gpu,
+    known,
+    node_layout,
+)
+from slurm_gpu.placement.per_gpu import plan_per_gpu
+from slurm_gpu.request import Decision, JobRequest
+from slurm_gpu.slurm.release import SlurmSpelling
 
-ISOLATIONS = ("shared", "strict")
-LAUNCHES = ("batch", "per-gpu")  # batch: the script runs once, as under sbatch (default)
-
-
-class NodeLayout(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1 ms less of gpusub's start each
-    """One node type as the planner sees it: which socket each GPU is local to, and the cores per GPU."""
-
-    name: str
-    nodes: str  # hostlist ("" if unknown)
-    gpu_sockets: tuple[tuple[int, int], ...]  # (gpu index, socket); socket -1 = unknown / spread
-    socket_gpus: tuple[tuple[int, tuple[int, ...]], ...]  # socket -> GPU indices, sockets with GPUs only
-    local_cores_per_gpu: int  # min over GPUs of (cores local to it / GPUs sharing those cores)
-    cores_per_socket: int
-    sockets: int
-
-    @property
-    def gpus(self) -> int:
-        return len(self.gpu_sockets)
-
-    @property
-    def max_gpus_one_socket(self) -> int:
-        return max((len(g) for _s, g in self.socket_gpus), default=0)
-
-    def sockets_needed(self, gpus: int) -> int:
-        """Fewest sockets whose local GPUs add up to ``gpus``."""
-        left, used = gpus, 0
-        for count in sorted((len(g) for _s, g in self.socket_gpus), reverse=True):
-            if left <= 0:
-                break
-            left -= count
-            used += 1
-        return used if left <= 0 else max(used, 1)
-
-    def socket_major_order(self) -> tuple[int, ...]:
-        """GPU indices in the order tasks laid out block over sockets meet them."""
-        return tuple(g for _s, gpus in sorted(self.socket_gpus) for g in gpus)
+if TYPE_CHECKING:  # the type only: gpusub's start does not load the policy model for it
+    from slurm_gpu.policy.model import Defaults
 
 
-def node_layout(topo: Any, name: str = "", nodes: str = "") -> NodeLayout:
-    """Read a Topology (slurm_gpu.topology) into a NodeLayout."""
-    per_gpu: list[tuple[int, int]] = []
-    core_sets: dict[tuple[int, ...], list[int]] = {}
-    for gpu in topo.gpus:
-        cores = tuple(topo.gpu_cores(gpu.index))
-        sockets = {topo.core_socket(c) for c in cores}
-        per_gpu.append((gpu.index, sockets.pop() if len(sockets) == 1 else -1))
-        core_sets.setdefault(cores, []).append(gpu.index)
-    by_socket: dict[int, list[int]] = {}
-    for index, socket in per_gpu:
-        if socket >= 0:
-            by_socket.setdefault(socket, []).append(index)
-    shares = [len(cores) // len(gpus) for cores, gpus in core_sets.items() if cores]
-    return NodeLayout(
-        name=name, nodes=nodes, gpu_sockets=tuple(per_gpu),
-        socket_gpus=tuple((s, tuple(sorted(g))) for s, g in sorted(by_socket.items())),
-        local_cores_per_gpu=min(shares) if shares else 0,
-        cores_per_socket=topo.cores_per_socket, sockets=topo.sockets)
-
-
-class BindingPlan(NamedTuple):
-    """What gpusub adds to the job so that tasks, cores and GPUs line up."""
-
-    sbatch_options: tuple[str, ...]
-    srun_options: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-    tasks: int
-    cpus_per_task: int
-    gpus_per_task: int | None
-    isolation: str
-    launch: str
-    explanation: tuple[str, ...]
-    nodes: int = 1
-    gpus_per_node: int = 0
-    cpus_per_gpu: int = 0
-    sockets_per_node: int = 1
-    tasks_per_socket: int | None = None
-    gpu_order: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (hostlist, socket-major GPU order)
-    task_prelude: str = ""  # bash run in each task before the payload (GPU order, LOCAL_RANK)
-    warnings: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tasks": self.tasks, "cpus_per_task": self.cpus_per_task, "gpus_per_task": self.gpus_per_task,
-            "nodes": self.nodes, "gpus_per_node": self.gpus_per_node, "cpus_per_gpu": self.cpus_per_gpu,
-            "sockets_per_node": self.sockets_per_node, "tasks_per_socket": self.tasks_per_socket,
-            "isolation": self.isolation, "launch": self.launch,
-            "sbatch_options": list(self.sbatch_options), "srun_options": list(self.srun_options),
-            "env": dict(self.env), "gpu_order": {hosts: list(order) for hosts, order in self.gpu_order},
-            "explanation": list(self.explanation), "warnings": list(self.warnings),
-        }
-
-
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _policy_cpus_per_gpu(defaults: Any) -> int | None:
-    value = getattr(defaults, "cpus_per_gpu", "topology") if defaults is not None else "topology"
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    return None
-
-
-
-
-def _known(value: int | None) -> int | None:
-    return value if isinstance(value, int) and value > 0 else None
-
-
-def _gpus_per_node(request: Any, gpus: int, node_gpus: int) -> tuple[int | None, int | None]:
+def _gpus_per_node(request: JobRequest, gpus: int, node_gpus: int) -> tuple[int | None, int | None]:
     """(GPUs per node, nodes) as slurmctld will lay them out, or None where it is not determined."""
-    nodes = _known(request.nodes)
-    if _known(request.gpus_per_node):
-        return request.gpus_per_node, nodes
-    if _known(request.gpus_per_task):
-        tpn = _known(request.ntasks_per_node)
-        if tpn is None and _known(request.ntasks) and nodes:
-            tpn = _ceil_div(request.ntasks, nodes)
-        if tpn is None and _known(request.ntasks) and not nodes:
-            tpn = request.ntasks if request.ntasks * request.gpus_per_task <= node_gpus else None
-        if tpn is None and not request.ntasks:
-            tpn = 1
-        return (request.gpus_per_task * tpn if tpn else None), nodes
+    nodes = known(request.nodes)
+    if (per_node := known(request.gpus_per_node)) is not None:
+        return per_node, nodes
+    if (per_task := known(request.gpus_per_task)) is not None:
+        tpn = _gpu_tasks_per_node(request, per_task, nodes, node_gpus)
+        return (per_task * tpn if tpn else None), nodes
     if nodes:
         return (gpus // nodes if gpus % nodes == 0 else None), nodes
     if gpus <= node_gpus:  # one node holds them all; slurmctld packs a per-job count onto one node
@@ -170,20 +72,223 @@ def _gpus_per_node(request: Any, gpus: int, node_gpus: int) -> tuple[int | None,
     return None, None
 
 
-def _tasks_per_node(request: Any, nodes: int | None, node_cores: int) -> int | None:
-    if _known(request.ntasks_per_node):
-        return int(request.ntasks_per_node)
-    if _known(request.ntasks):
+def _gpu_tasks_per_node(request: JobRequest, per_task: int, nodes: int | None, node_gpus: int) -> int | None:
+    """Tasks per node of a job with ``per_task`` GPUs per task (None: not determined)."""
+    if (tpn := known(request.ntasks_per_node)) is not None:
+        return tpn
+    if (ntasks := known(request.ntasks)) is None:
+        return None if request.ntasks else 1  # sbatch's default: one task
+    if nodes:
+        return ceil_div(ntasks, nodes)
+    return ntasks if ntasks * per_task <= node_gpus else None
+
+
+def _tasks_per_node(request: JobRequest, nodes: int | None, node_cores: int) -> int | None:
+    if (tpn := known(request.ntasks_per_node)) is not None:
+        return int(tpn)
+    if (ntasks := known(request.ntasks)) is not None:
         if nodes:
-            return _ceil_div(request.ntasks, nodes)
+            return ceil_div(ntasks, nodes)
         # no node count: slurmctld starts from one node and packs the tasks there when they fit
-        cpt = _known(request.cpus_per_task) or 1
-        return request.ntasks if request.ntasks * cpt <= node_cores else None
+        cpt = known(request.cpus_per_task) or 1
+        return ntasks if ntasks * cpt <= node_cores else None
     return 1  # sbatch's default: one task
 
 
-def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence[NodeLayout], *,
-                   defaults: Any = None, given: Collection[str] = (), cpu_bind: str = "cores",
+class _Batch:
+    """One batch plan's working state: what the steps read, and what they decided so far (a plain
+    class, as the classifier's State: a dataclass costs gpusub's start about 1 ms)."""
+
+    __slots__ = ("request", "spelling", "layouts", "defaults", "given", "partition_layouts", "gpus", "per_node",
+                 "nodes", "tpn", "cpg", "c", "cpus_per_node", "sockets", "opts", "why", "warnings")
+
+    def __init__(self, request: JobRequest, spelling: SlurmSpelling, layouts: list[NodeLayout], gpus: int,
+                 defaults: Defaults | None,
+                 given: set[str], partition_layouts: Sequence[NodeLayout] | None) -> None:
+        self.request, self.spelling, self.layouts, self.gpus = request, spelling, layouts, gpus
+        self.defaults, self.given, self.partition_layouts = defaults, given, partition_layouts
+        self.per_node: int | None = None  # GPUs per node, as slurmctld lays them out (None: not determined)
+        self.nodes: int | None = None
+        self.tpn: int | None = None  # tasks per node
+        self.cpg: int | None = None  # CPUs per GPU (the user's, or the partition's DefCpuPerGPU)
+        self.c = 1  # CPUs per task
+        self.cpus_per_node: int | None = None
+        self.sockets: int | None = None  # sockets the GPUs of a node span
+        self.opts: list[str] = []
+        self.why: list[str] = []
+        self.warnings: list[str] = []
+
+    def gpu_socket_cores(self, per_node: int) -> list[int]:
+        """Per node type: the cores of the sockets ``per_node`` GPUs come from."""
+        return [lay.cores_per_socket * lay.sockets_needed(per_node) for lay in self.layouts]
+
+
+def _gpu_shape(st: _Batch) -> None:
+    """GPUs per node and nodes as slurmctld will lay them out (the plan changes neither)."""
+    node_gpus = min(lay.gpus for lay in st.layouts)
+    st.per_node, st.nodes = _gpus_per_node(st.request, st.gpus, node_gpus)
+    if st.per_node is None and not st.nodes and st.gpus > node_gpus and st.gpus % node_gpus:
+        st.warnings.append(f"{st.gpus} GPUs do not fill whole nodes of {node_gpus}: Slurm splits them unevenly "
+                           f"(ask for a multiple of {node_gpus}, or give --gpus-per-node)")
+
+
+def _task_shape(st: _Batch) -> None:
+    """Tasks per node as slurmctld will lay them out; the explanation's first line: the shape kept."""
+    st.tpn = _tasks_per_node(st.request, st.nodes, min(lay.cores_per_socket * lay.sockets for lay in st.layouts))
+    names = ", ".join(f"{lay.name or '?'} (" + "; ".join(
+        f"socket {s}: GPUs {','.join(map(str, g))}" for s, g in lay.socket_gpus) + ")" for lay in st.layouts)
+    st.why.append(f"the job keeps its shape: {st.gpus} GPU(s)"
+                  + (f", {st.per_node} per node" if st.per_node else "")
+                  + (f", {st.tpn} task(s) per node" if st.tpn else ", tasks per node chosen by Slurm")
+                  + f"; node types {names}")
+
+
+def _cpus(st: _Batch) -> None:
+    """The user's CPU count, else the partition's DefCpuPerGPU, which the emitter writes from the policy's
+    cpus_per_gpu (server-side, so a plain sbatch job gets the same CPUs; gpusub adds none)."""
+    r = st.request
+    user_cpus = bool(known(r.cpus_per_task) or known(r.cpus_per_gpu)
+                     or {"cpus-per-task", "cpus-per-gpu", "mincpus"} & st.given)
+    policy_cpg = default_cpus_per_gpu(st.defaults, st.partition_layouts or st.layouts)
+    st.cpg = known(r.cpus_per_gpu)
+    if not user_cpus and policy_cpg:
+        st.cpg = policy_cpg
+        st.why.append(f"no CPU count given: the partition's DefCpuPerGPU={st.cpg} (the policy's cpus_per_gpu) "
+                      "gives each GPU its CPUs from its own socket")
+    st.c = known(r.cpus_per_task) or 1
+    if st.per_node and st.tpn:
+        st.cpus_per_node = max(st.tpn * st.c, (st.cpg or 0) * st.per_node)
+
+
+def _cpu_locality(st: _Batch) -> None:
+    """Warn where the CPUs cannot all be local to the GPUs."""
+    local = min(lay.local_cores_per_gpu for lay in st.layouts) or 1
+    if st.cpg and st.per_node and st.cpg > local:
+        st.warnings.append(f"{st.cpg} CPUs per GPU is more than the {local} cores local to each GPU: "
+                           "some cores will be on another socket")
+    if st.per_node and st.tpn and st.cpus_per_node and st.cpus_per_node > max(st.gpu_socket_cores(st.per_node)):
+        st.warnings.append(f"{st.cpus_per_node} CPUs per node is more than the cores local to {st.per_node} GPU(s): "
+                           "some cores will be on another socket")
+
+
+def _can_spread(st: _Batch) -> bool:
+    sockets, tpn = st.sockets or 1, st.tpn or 0
+    return (tpn > 1 and st.cpg is None and "ntasks-per-socket" not in st.given and tpn % sockets == 0
+            and all((tpn // sockets) * st.c <= lay.cores_per_socket for lay in st.layouts))
+
+
+def _spread(st: _Batch) -> None:
+    nps = (st.tpn or 0) // (st.sockets or 1)
+    st.opts.append(f"--ntasks-per-socket={nps}")
+    st.why.append(f"--ntasks-per-socket={nps}: {st.per_node} GPUs span {st.sockets} sockets, so each socket's "
+                  f"{nps} task(s) get cores next to its GPUs (without it, 8 tasks x 2 CPUs got cores 0-15)")
+
+
+def _uneven_tasks(st: _Batch) -> bool:
+    return bool(st.tpn and st.tpn > 1 and st.tpn % (st.sockets or 1))
+
+
+def _warn_uneven_tasks(st: _Batch) -> None:
+    st.warnings.append(f"{st.tpn} tasks per node do not split evenly over the {st.sockets} sockets of its "
+                       f"{st.per_node} GPUs: some GPUs' tasks will have cores on the other socket (ask for a "
+                       f"multiple of {st.sockets} tasks per node)")
+
+
+def _one_task_one_socket(st: _Batch) -> bool:
+    return ((st.tpn or 1) == 1 and st.cpg is None
+            and (st.cpus_per_node or st.c) <= min(lay.cores_per_socket for lay in st.layouts))
+
+
+def _warn_one_task(st: _Batch) -> None:
+    st.warnings.append(f"one task with {st.cpus_per_node or st.c} CPU(s) and {st.per_node} GPUs on {st.sockets} "
+                       "sockets: its cores come from one socket, so the GPUs of the other have no local core "
+                       f"(ask for more than {min(lay.cores_per_socket for lay in st.layouts)} CPUs, or one "
+                       "task per socket, to change that)")
+
+
+Case = tuple[str, Callable[[_Batch], bool], Callable[[_Batch], None]]
+
+# A node's GPUs span several sockets: the first case that holds decides (name, holds, act)
+_SPREAD_CASES: tuple[Case, ...] = (
+    ("tasks split evenly over the sockets: --ntasks-per-socket", _can_spread, _spread),
+    ("tasks do not split evenly: warn", _uneven_tasks, _warn_uneven_tasks),
+    ("one task whose cores fit one socket: warn", _one_task_one_socket, _warn_one_task),
+)
+
+
+def _spread_tasks(st: _Batch) -> None:
+    """Spread the tasks over the GPUs' sockets."""
+    st.sockets = max(lay.sockets_needed(st.per_node) for lay in st.layouts) if st.per_node else None
+    if st.sockets and st.sockets > 1:
+        _first_case(_SPREAD_CASES, st)
+
+
+def _binding_fits(st: _Batch) -> bool:
+    return (st.per_node is not None and st.cpus_per_node is not None
+            and st.cpus_per_node <= min(st.gpu_socket_cores(st.per_node)))
+
+
+def _changes_shape_here(st: _Batch) -> bool:
+    return _binding_fits(st) and not st.spelling.enforce_binding_keeps_shape
+
+
+def _no_binding_here(st: _Batch) -> None:
+    st.why.append(f"no --gres-flags=enforce-binding: on Slurm {st.spelling.label} it changes the job's CPUs "
+                  "(measured on 24.11.5: a job with it gets every core of its GPUs' sockets, -c 8 with 2 "
+                  "GPUs got 16 CPUs), and the job keeps the shape sbatch gives it")
+
+
+def _enforce(st: _Batch) -> None:
+    st.opts.append("--gres-flags=enforce-binding")
+    st.why.append(f"--gres-flags=enforce-binding: the job's {st.cpus_per_node} CPU(s) per node fit the "
+                  "sockets of its GPUs, so no core comes from a socket without one of its GPUs")
+
+
+def _no_binding_unknown(st: _Batch) -> None:
+    st.why.append("no --gres-flags=enforce-binding: the CPUs per node are not known to fit the GPUs' "
+                  "sockets (slurmctld would refuse the job)")
+
+
+_BINDING_CASES: tuple[Case, ...] = (
+    ("fits, but this Slurm changes the job's CPUs with it", _changes_shape_here, _no_binding_here),
+    ("the CPUs fit the GPUs' sockets: enforce-binding", _binding_fits, _enforce),
+    ("not known to fit: none", lambda st: True, _no_binding_unknown),
+)
+
+
+def _enforce_binding(st: _Batch) -> None:
+    """Keep the cores on the GPUs' sockets, unless the user or the policy set --gres-flags."""
+    if "gres-flags" not in st.given:
+        _first_case(_BINDING_CASES, st)
+
+
+def _kept(st: _Batch) -> None:
+    kept = sorted(n for n in ("cpus-per-gpu", "ntasks-per-socket", "gres-flags") if n in st.given)
+    if kept:
+        st.why.append("kept " + ", ".join("--" + n for n in kept) + " as set by you or the policy")
+
+
+def _first_case(cases: Sequence[Case], st: _Batch) -> None:
+    for _name, holds, act in cases:
+        if holds(st):
+            act(st)
+            return
+
+
+# The batch plan, step by step (each reads what the ones before it decided). A new rule is a new row.
+BATCH_STEPS: tuple[tuple[str, Callable[[_Batch], None]], ...] = (
+    ("gpu_shape", _gpu_shape),
+    ("task_shape", _task_shape),
+    ("cpus", _cpus),
+    ("cpu_locality", _cpu_locality),
+    ("spread_tasks", _spread_tasks),
+    ("enforce_binding", _enforce_binding),
+    ("kept", _kept),
+)
+
+
+def plan_placement(request: JobRequest, decision: Decision, spelling: SlurmSpelling, layouts: Sequence[NodeLayout],
+                   *, defaults: Defaults | None = None, given: Collection[str] = (), cpu_bind: str = "cores",
                    isolation: str = "shared", partition_layouts: Sequence[NodeLayout] | None = None,
                    ) -> BindingPlan | None:
     """The default plan: placement options that keep the job's shape (see the module docstring).
@@ -193,105 +298,36 @@ def plan_placement(request: Any, decision: Any, spelling: Any, layouts: Sequence
     over them, as the emitter writes it); default ``layouts``.
     Returns None for a job without GPUs or without a known node type."""
     layouts = [lay for lay in layouts if lay.gpus > 0]
-    gpus = int(getattr(decision, "gpus", 0) or request.total_gpus)
+    gpus = int(decision.gpus or request.total_gpus)
     if gpus <= 0 or not layouts:
         return None
-    given = set(given)
-    why: list[str] = []
-    warnings: list[str] = []
-    opts: list[str] = []
-    node_gpus = min(lay.gpus for lay in layouts)
-    per_node, nodes = _gpus_per_node(request, gpus, node_gpus)
-    if per_node is None and not nodes and gpus > node_gpus and gpus % node_gpus:
-        warnings.append(f"{gpus} GPUs do not fill whole nodes of {node_gpus}: Slurm splits them unevenly "
-                        f"(ask for a multiple of {node_gpus}, or give --gpus-per-node)")
-    tpn = _tasks_per_node(request, nodes, min(lay.cores_per_socket * lay.sockets for lay in layouts))
-    names = ", ".join(f"{lay.name or '?'} (" + "; ".join(
-        f"socket {s}: GPUs {','.join(map(str, g))}" for s, g in lay.socket_gpus) + ")" for lay in layouts)
-    why.append(f"the job keeps its shape: {gpus} GPU(s)"
-               + (f", {per_node} per node" if per_node else "")
-               + (f", {tpn} task(s) per node" if tpn else ", tasks per node chosen by Slurm")
-               + f"; node types {names}")
+    st = _Batch(request, spelling, layouts, gpus, defaults, set(given), partition_layouts)
+    for _name, step in BATCH_STEPS:
+        step(st)
+    return _batch_plan(st, _srun_binding(st, cpu_bind, isolation), isolation)
 
-    # CPUs: the user's count, else the partition's DefCpuPerGPU, which the emitter writes from the
-    # policy's cpus_per_gpu (server-side, so a plain sbatch job gets the same CPUs; gpusub adds none)
-    user_cpus = bool(_known(request.cpus_per_task) or _known(request.cpus_per_gpu)
-                     or {"cpus-per-task", "cpus-per-gpu", "mincpus"} & given)
-    local = min(lay.local_cores_per_gpu for lay in layouts) or 1
-    policy_cpg = default_cpus_per_gpu(defaults, partition_layouts or layouts)
-    cpg = _known(request.cpus_per_gpu)
-    if not user_cpus and policy_cpg:
-        cpg = policy_cpg
-        why.append(f"no CPU count given: the partition's DefCpuPerGPU={cpg} (the policy's cpus_per_gpu) "
-                   "gives each GPU its CPUs from its own socket")
-    c = _known(request.cpus_per_task) or 1
-    cpus_per_node = None
-    if per_node and tpn:
-        cpus_per_node = max(tpn * c, (cpg or 0) * per_node)
-    if cpg and per_node and cpg > local:
-        warnings.append(f"{cpg} CPUs per GPU is more than the {local} cores local to each GPU: "
-                        "some cores will be on another socket")
-    if per_node and tpn and cpus_per_node and cpus_per_node > max(
-            lay.cores_per_socket * lay.sockets_needed(per_node) for lay in layouts):
-        warnings.append(f"{cpus_per_node} CPUs per node is more than the cores local to {per_node} GPU(s): "
-                        "some cores will be on another socket")
 
-    # spread the tasks over the GPUs' sockets
-    sockets = max(lay.sockets_needed(per_node) for lay in layouts) if per_node else None
-    if (sockets and sockets > 1 and tpn and tpn > 1 and cpg is None and "ntasks-per-socket" not in given
-            and tpn % sockets == 0
-            and all((tpn // sockets) * c <= lay.cores_per_socket for lay in layouts)):
-        nps = tpn // sockets
-        opts.append(f"--ntasks-per-socket={nps}")
-        why.append(f"--ntasks-per-socket={nps}: {per_node} GPUs span {sockets} sockets, so each socket's "
-                   f"{nps} task(s) get cores next to its GPUs (without it, 8 tasks x 2 CPUs got cores 0-15)")
-    elif sockets and sockets > 1 and tpn and tpn > 1 and tpn % sockets:
-        warnings.append(f"{tpn} tasks per node do not split evenly over the {sockets} sockets of its {per_node} GPUs: "
-                        "some GPUs' tasks will have cores on the other socket (ask for a multiple of "
-                        f"{sockets} tasks per node)")
-    elif sockets and sockets > 1 and (tpn or 1) == 1 and cpg is None and (cpus_per_node or c) <= min(
-            lay.cores_per_socket for lay in layouts):
-        warnings.append(f"one task with {cpus_per_node or c} CPU(s) and {per_node} GPUs on {sockets} sockets: "
-                        "its cores come from one socket, so the GPUs of the other have no local core "
-                        f"(ask for more than {min(lay.cores_per_socket for lay in layouts)} CPUs, or one "
-                        "task per socket, to change that)")
+def _batch_plan(st: _Batch, srun: list[str], isolation: str) -> BindingPlan:
+    return BindingPlan(
+        sbatch_options=tuple(st.opts), srun_options=tuple(srun), env=(), tasks=(st.tpn or 0) * (st.nodes or 0),
+        cpus_per_task=st.c, gpus_per_task=known(st.request.gpus_per_task), isolation=isolation, launch="batch",
+        explanation=tuple(st.why), nodes=st.nodes or 0, gpus_per_node=st.per_node or 0, cpus_per_gpu=st.cpg or 0,
+        sockets_per_node=st.sockets or 0, tasks_per_socket=None,
+        gpu_order=tuple((lay.nodes, lay.socket_major_order()) for lay in st.layouts), warnings=tuple(st.warnings))
 
-    # keep the cores on the GPUs' sockets
-    if "gres-flags" not in given:
-        fits = (per_node is not None and cpus_per_node is not None
-                and all(cpus_per_node <= lay.cores_per_socket * lay.sockets_needed(per_node) for lay in layouts))
-        if fits and not spelling.enforce_binding_keeps_shape:
-            why.append(f"no --gres-flags=enforce-binding: on Slurm {spelling.label} it changes the job's CPUs "
-                       "(measured on 24.11.5: a job with it gets every core of its GPUs' sockets, -c 8 with 2 "
-                       "GPUs got 16 CPUs), and the job keeps the shape sbatch gives it")
-        elif fits:
-            opts.append("--gres-flags=enforce-binding")
-            why.append(f"--gres-flags=enforce-binding: the job's {cpus_per_node} CPU(s) per node fit the "
-                       "sockets of its GPUs, so no core comes from a socket without one of its GPUs")
-        else:
-            why.append("no --gres-flags=enforce-binding: the CPUs per node are not known to fit the GPUs' "
-                       "sockets (slurmctld would refuse the job)")
 
-    kept = sorted(n for n in ("cpus-per-gpu", "ntasks-per-socket", "gres-flags") if n in given)
-    if kept:
-        why.append("kept " + ", ".join("--" + n for n in kept) + " as set by you or the policy")
-
-    # binding for the steps the script starts (srun reads these input variables)
-    # only the CPU binding: --mem-bind needs task/affinity and NUMA support that not every node has
-    # (a step that cannot honour it fails); workers' memory policy is slurm-gpu-pin's job
+def _srun_binding(st: _Batch, cpu_bind: str, isolation: str) -> list[str]:
+    """Binding for the steps the script starts (srun reads these input variables). Only the CPU binding:
+    --mem-bind needs task/affinity and NUMA support that not every node has (a step that cannot honour
+    it fails); workers' memory policy is slurm-gpu-pin's job."""
     srun = [f"--cpu-bind={cpu_bind}"]
     if isolation == "strict":
-        srun.append(spelling.gpu_bind("closest"))
-        why.append("strict isolation: each srun task sees the GPUs closest to its cores")
-    why.append("srun steps inside the script bind each task to its cores ("
-               + ", ".join(srun) + ", through srun's input variables; an explicit srun option wins); "
-               "workers forked by torchrun/accelerate/deepspeed/mpirun: slurm-gpu-pin")
-    return BindingPlan(
-        sbatch_options=tuple(opts), srun_options=tuple(srun), env=(), tasks=(tpn or 0) * (nodes or 0),
-        cpus_per_task=c, gpus_per_task=_known(request.gpus_per_task), isolation=isolation, launch="batch",
-        explanation=tuple(why), nodes=nodes or 0, gpus_per_node=per_node or 0, cpus_per_gpu=cpg or 0,
-        sockets_per_node=sockets or 0, tasks_per_socket=None,
-        gpu_order=tuple((lay.nodes, lay.socket_major_order()) for lay in layouts), warnings=tuple(warnings))
+        srun.append(st.spelling.gpu_bind("closest"))
+        st.why.append("strict isolation: each srun task sees the GPUs closest to its cores")
+    st.why.append("srun steps inside the script bind each task to its cores ("
+                  + ", ".join(srun) + ", through srun's input variables; an explicit srun option wins); "
+                  "workers forked by torchrun/accelerate/deepspeed/mpirun: slurm-gpu-pin")
+    return srun
 
 
 _FEATURE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
@@ -314,29 +350,14 @@ def constraint_warnings(constraint: str | None, features_by_type: Sequence[tuple
             + f"({types}) has the feature(s) {', '.join(missing)}; features there: {', '.join(sorted(have))}",)
 
 
-def default_cpus_per_gpu(defaults: Any, layouts: Sequence[NodeLayout]) -> int | None:
-    """The policy's CPUs per GPU: a number, or ``topology`` = the cores local to each GPU (the least
-    over the node types). The emitter writes the same value as the partition's DefCpuPerGPU."""
-    value = getattr(defaults, "cpus_per_gpu", None) if defaults is not None else None
-    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-        return value
-    if value == "topology" and layouts:
-        return min(lay.local_cores_per_gpu for lay in layouts) or None
-    return None
-
-
-def plan_binding(request: Any, decision: Any, spelling: Any, layouts: Sequence[NodeLayout], *,
-                 launch: str | None = None, isolation: str = "shared", defaults: Any = None,
+def plan_binding(request: JobRequest, decision: Decision, spelling: SlurmSpelling, layouts: Sequence[NodeLayout], *,
+                 launch: str | None = None, isolation: str = "shared", defaults: Defaults | None = None,
                  given: Collection[str] = (), cpu_bind: str = "cores",
                  partition_layouts: Sequence[NodeLayout] | None = None) -> BindingPlan | None:
     """The plan for ``launch``: ``batch`` (default, :func:`plan_placement`) or ``per-gpu`` (opt-in)."""
     if isolation not in ISOLATIONS:
-        from slurm_gpu.errors import SlurmGpuError
-
         raise SlurmGpuError(f"--gpu-isolation {isolation}: accepted values are {', '.join(ISOLATIONS)}")
     if (launch or "batch") == "per-gpu":
-        from slurm_gpu.placement.per_gpu import plan_per_gpu
-
         return plan_per_gpu(request, decision, None, spelling, isolation, defaults=defaults, layouts=layouts,
                             given=given, cpu_bind=cpu_bind)
     return plan_placement(request, decision, spelling, layouts, defaults=defaults, given=given,

@@ -27,19 +27,19 @@ import math
 import random
 import re
 from collections.abc import Iterable
-from typing import Any
 
-from slurm_gpu.sim.traces import (
+from slurm_gpu.sim.trace_fields import (
+    CsvRows,
     Trace,
     TraceError,
     TraceJob,
-    _count,
-    _empty,
-    _finish,
-    _int,
-    _time,
-    _Where,
+    Where,
+    check_count,
+    finish,
+    is_empty,
+    read_count,
     read_csv_trace,
+    read_time,
 )
 
 COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec", "qos", "pod_phase",
@@ -58,11 +58,11 @@ def read_alibaba(lines: Iterable[str], name: str = "<trace>") -> Trace:
     return read_csv_trace(lines, name, _read)
 
 
-def _read(rows: Any, name: str, header: list[str]) -> Trace:
+def _read(rows: CsvRows, name: str, header: list[str]) -> Trace:
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise TraceError(f"{name}:1:1: missing column(s) {', '.join(missing)} (an Alibaba pod list)")
-    where = _Where(name, header)
+    where = Where(name, header)
     fmt: list[str] = []
     jobs: list[TraceJob] = []
     skipped = 0
@@ -72,38 +72,38 @@ def _read(rows: Any, name: str, header: list[str]) -> Trace:
             continue
         if len(row) != len(header):
             raise TraceError(f"{name}:{where.line}:1: {len(row)} fields, the header has {len(header)}")
-        f = {k: (None if _empty(v) else v.strip()) for k, v in zip(header, row, strict=True)}
-        created = _time(f["creation_time"] or "", where, "creation_time", fmt)
+        f = {k: (None if is_empty(v) else v.strip()) for k, v in zip(header, row, strict=True)}
+        created = read_time(f["creation_time"] or "", where, "creation_time", fmt)
         if f["scheduled_time"] is None or f["deletion_time"] is None:
             skipped += 1  # never scheduled (Pending), or no end
             continue
-        start = _time(f["scheduled_time"], where, "scheduled_time", fmt)
-        end = _time(f["deletion_time"], where, "deletion_time", fmt)
+        start = read_time(f["scheduled_time"], where, "scheduled_time", fmt)
+        end = read_time(f["deletion_time"], where, "deletion_time", fmt)
         if start < created:
             raise where.error("scheduled_time", "scheduled before it was created")
         if end < start:
             raise where.error("deletion_time", "deleted before it was scheduled")
-        gpus = _int(f["num_gpu"] or "0", where, "num_gpu")
+        gpus = read_count(f["num_gpu"] or "0", where, "num_gpu")
         frac = _fraction(f.get("gpu_milli"), gpus, where)
         cpu = f.get("cpu_milli")
         spec_text = f.get("gpu_spec") or ""
         spec = [s.strip() for s in spec_text.split("|") if s.strip()]
         if any(not re.match(_TYPE_RE, s) for s in spec):
             raise where.error("gpu_spec", f"bad GPU type in {spec_text[:40]!r}: expected names joined by |")
-        _count(jobs, where)
+        check_count(jobs, where)
         jobs.append(TraceJob(
             job_id=f["name"] or str(where.line), submit=created, duration=end - start, gpus=gpus,
-            cpus=math.ceil(_int(cpu, where, "cpu_milli") / 1000) if cpu else None, user=f["name"],
+            cpus=math.ceil(read_count(cpu, where, "cpu_milli") / 1000) if cpu else None, user=f["name"],
             gpu_type=spec[0] if len(spec) == 1 else None, gpu_fraction=frac,
             state=(f.get("pod_phase") or "").upper() or None, start=start, line=where.line))
-    return _finish(jobs, fmt, skipped, name)
+    return finish(jobs, fmt, skipped, name)
 
 
-def _fraction(text: str | None, gpus: int, where: _Where) -> float | None:
+def _fraction(text: str | None, gpus: int, where: Where) -> float | None:
     """The fraction of one GPU (None: whole GPUs) from ``gpu_milli``."""
     if gpus == 0:
         return None
-    milli = 1000 if text is None else _int(text, where, "gpu_milli")
+    milli = 1000 if text is None else read_count(text, where, "gpu_milli")
     if not 1 <= milli <= 1000:
         raise where.error("gpu_milli", f"bad gpu_milli {milli}: expected 1..1000 for a GPU pod")
     if milli == 1000:

@@ -18,52 +18,30 @@ Memory is bounded: lines over :data:`MAX_LINE` characters and traces over :data:
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
 
-from slurm_gpu.errors import SlurmGpuError
-from slurm_gpu.plain import NamedTuple
+from slurm_gpu.sim.alibaba import is_header, read_alibaba
+from slurm_gpu.sim.trace_fields import (
+    MAX_JOBS,
+    MAX_LINE,
+    CsvRows,
+    Trace,
+    TraceError,
+    TraceJob,
+    Where,
+    capped_lines,
+    check_count,
+    finish,
+    is_empty,
+    read_count,
+    read_csv_trace,
+    read_time,
+)
 from slurm_gpu.units import UnitError, parse_time_minutes, parse_time_seconds
 
-MAX_LINE = 65536  # characters in one line of a trace
-MAX_JOBS = 5_000_000  # jobs in one trace (a few GB of records at most)
 FORMATS = ("csv", "sacct", "swf", "alibaba")
-
-
-class TraceError(SlurmGpuError):
-    """A trace that cannot be read (exit code 1); the message is one line, ``file:line:column: why``."""
-
-
-class TraceJob(NamedTuple):
-    """One job of a trace, in seconds since the epoch (UTC). ``None``: the trace does not say."""
-
-    job_id: str
-    submit: int
-    duration: int  # seconds the job ran in the trace
-    gpus: int = 0  # whole GPUs (total); 1 with a gpu_fraction
-    nodes: int | None = None
-    cpus: int | None = None
-    user: str | None = None
-    account: str | None = None
-    partition: str | None = None
-    qos: str | None = None
-    gpu_type: str | None = None
-    gpu_fraction: float | None = None
-    time_limit_s: int | None = None  # as recorded; None: derive (time_limit_rule)
-    state: str | None = None
-    start: int | None = None  # as recorded (validation only)
-    line: int = 0
-
-
-class Trace(NamedTuple):
-    """The jobs of a trace, how its times were written, and how many jobs were skipped."""
-
-    jobs: tuple[TraceJob, ...]
-    time_format: str  # "epoch" or a strftime format
-    skipped: int = 0
 
 
 # ---- the time-limit rule ----------------------------------------------------------------------
@@ -83,56 +61,7 @@ def derive_time_limit(duration_s: int) -> int:
 
 # ---- fields -----------------------------------------------------------------------------------
 
-_DT_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f")
-_EPOCH_RE = r"^-?[0-9]{1,12}(?:\.[0-9]{0,9})?$"
-_EMPTY = ("", "nan", "none", "unknown", "null", "na")
-
-
-class _Where:
-    __slots__ = ("name", "line", "columns")
-
-    def __init__(self, name: str, columns: list[str]) -> None:
-        self.name, self.line, self.columns = name, 0, columns
-
-    def error(self, column: str, why: str) -> TraceError:
-        col = self.columns.index(column) + 1 if column in self.columns else 0
-        return TraceError(f"{self.name}:{self.line}:{col}: {column}: {why}")
-
-
-def _empty(text: str | None) -> bool:
-    return text is None or text.strip().lower() in _EMPTY
-
-
-def _time(text: str, where: _Where, column: str, fmt: list[str]) -> int:
-    """Epoch seconds from a datetime (UTC) or an epoch number; ``fmt`` records the form first seen."""
-    t = text.strip()
-    if re.match(_EPOCH_RE, t):
-        if not fmt:
-            fmt.append("epoch")
-        return int(float(t))
-    for f in _DT_FORMATS:
-        try:
-            dt = datetime.strptime(t, f)
-        except ValueError:
-            continue
-        if not fmt:
-            fmt.append(f.replace(".%f", ""))
-        return int(dt.replace(tzinfo=UTC).timestamp())
-    raise where.error(column, f"bad time {t[:40]!r}: expected epoch seconds or YYYY-MM-DD[T ]HH:MM:SS")
-
-
-def _int(text: str, where: _Where, column: str) -> int:
-    t = text.strip()
-    try:
-        value = int(float(t)) if re.match(r"^[0-9]{1,12}(?:\.0*)?$", t) else -1
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise where.error(column, f"bad count {t[:40]!r}: expected a whole number >= 0")
-    return value
-
-
-def _limit(text: str, where: _Where, column: str) -> int | None:
+def _limit(text: str, where: Where, column: str) -> int | None:
     try:
         minutes = parse_time_minutes(text)
     except UnitError as exc:
@@ -140,46 +69,14 @@ def _limit(text: str, where: _Where, column: str) -> int | None:
     return None if minutes is None else minutes * 60
 
 
-def _lines(lines: Iterable[str], name: str) -> Iterator[str]:
-    for n, line in enumerate(lines, 1):
-        if len(line) > MAX_LINE:
-            raise TraceError(f"{name}:{n}:1: line longer than {MAX_LINE} characters")
-        yield line
-
-
-def _finish(jobs: list[TraceJob], fmt: list[str], skipped: int, name: str) -> Trace:
-    if not jobs:
-        raise TraceError(f"{name}:1:1: no job in the trace")
-    return Trace(tuple(jobs), fmt[0] if fmt else "epoch", skipped)
-
-
-def _count(jobs: list[TraceJob], where: _Where) -> None:
-    if len(jobs) >= MAX_JOBS:
-        raise TraceError(f"{where.name}:{where.line}:1: more than {MAX_JOBS} jobs")
-
-
 # ---- Slurm-native CSV -------------------------------------------------------------------------
-
-def read_csv_trace(lines: Iterable[str], name: str, parse: Callable[[Any, str, list[str]], Trace]) -> Trace:
-    """``parse(rows, name, header)`` over the CSV rows of ``lines`` (header lower-cased); csv's own errors
-    (a NUL byte, a quoted field over csv's field size limit) and an empty file as ``name:line:1: ...``."""
-    rows = csv.reader(_lines(lines, name))
-    try:
-        try:
-            header = [h.strip().lower() for h in next(rows)]
-        except StopIteration:
-            raise TraceError(f"{name}:1:1: empty trace") from None
-        return parse(rows, name, header)
-    except csv.Error as exc:
-        raise TraceError(f"{name}:{rows.line_num}:1: {exc}") from None
-
 
 def read_csv(lines: Iterable[str], name: str = "<trace>") -> Trace:
     return read_csv_trace(lines, name, _read_csv)
 
 
-def _read_csv(rows: Any, name: str, header: list[str]) -> Trace:
-    where = _Where(name, header)
+def _read_csv(rows: CsvRows, name: str, header: list[str]) -> Trace:
+    where = Where(name, header)
     missing = [c for c in ("job_id", "submit_time") if c not in header]
     if "duration" not in header and not {"start_time", "end_time"} <= set(header):
         missing.append("duration (or start_time and end_time)")
@@ -199,12 +96,12 @@ def _read_csv(rows: Any, name: str, header: list[str]) -> Trace:
 
         def get(col: str, f: dict[str, str] = f) -> str | None:
             v = f.get(col)
-            return None if _empty(v) else v
+            return None if is_empty(v) else v
 
-        start = _time(v, where, "start_time", fmt) if (v := get("start_time")) else None
-        end = _time(v, where, "end_time", fmt) if (v := get("end_time")) else None
+        start = read_time(v, where, "start_time", fmt) if (v := get("start_time")) else None
+        end = read_time(v, where, "end_time", fmt) if (v := get("end_time")) else None
         if (v := get("duration")) is not None:
-            duration = _int(v, where, "duration")
+            duration = read_count(v, where, "duration")
         elif start is not None and end is not None:
             duration = max(0, end - start)
         else:
@@ -225,19 +122,19 @@ def _read_csv(rows: Any, name: str, header: list[str]) -> Trace:
             if not 0 < frac <= 1:
                 raise where.error("gpu_fraction", f"bad fraction {frac_text[:20]!r}: expected 0 < f <= 1")
             frac = None if frac == 1 else frac
-        gpus = _int(v, where, "gpu_num") if (v := get("gpu_num")) else 0
-        _count(jobs, where)
+        gpus = read_count(v, where, "gpu_num") if (v := get("gpu_num")) else 0
+        check_count(jobs, where)
         jobs.append(TraceJob(
-            job_id=(get("job_id") or "").strip() or str(where.line), submit=_time(
+            job_id=(get("job_id") or "").strip() or str(where.line), submit=read_time(
                 get("submit_time") or "", where, "submit_time", fmt), duration=duration,
             gpus=1 if frac is not None else gpus,
-            nodes=_int(v, where, "node_num") or None if (v := get("node_num")) else None,
-            cpus=_int(v, where, "cpu_num") if (v := get("cpu_num")) else None,
+            nodes=read_count(v, where, "node_num") or None if (v := get("node_num")) else None,
+            cpus=read_count(v, where, "cpu_num") if (v := get("cpu_num")) else None,
             user=_s(get("user")), account=_s(get("account") or get("vc")), partition=_s(get("partition")),
             qos=_s(get("qos")), gpu_type=_s(get("gpu_type")), gpu_fraction=frac,
             time_limit_s=_limit(v, where, "time_limit") if (v := get("time_limit")) else None,
             state=state, start=start, line=where.line))
-    return _finish(jobs, fmt, skipped, name)
+    return finish(jobs, fmt, skipped, name)
 
 
 def _s(text: str | None) -> str | None:
@@ -262,12 +159,12 @@ def _tres_gpus(text: str) -> tuple[int, str | None]:
 
 
 def read_sacct(lines: Iterable[str], name: str = "<trace>") -> Trace:
-    it = _lines(lines, name)
+    it = capped_lines(lines, name)
     try:
         header = [h.strip() for h in next(it).rstrip("\r\n").split("|")]
     except StopIteration:
         raise TraceError(f"{name}:1:1: empty trace") from None
-    where = _Where(name, header)
+    where = Where(name, header)
     col = {h.lower(): h for h in header}
     id_col = col.get("jobidraw") or col.get("jobid")
     if id_col is None or "submit" not in col:
@@ -289,15 +186,15 @@ def read_sacct(lines: Iterable[str], name: str = "<trace>") -> Trace:
 
         def get(key: str, f: dict[str, str] = f) -> str | None:
             v = f.get(key)
-            return None if _empty(v) else v
+            return None if is_empty(v) else v
 
         job_id = (f.get(id_col.lower()) or "").strip()
         if "." in job_id:
             continue  # a step (123.batch, 123.0)
-        start = _time(v, where, col["start"], fmt) if (v := get("start")) else None
-        end = _time(v, where, col["end"], fmt) if (v := get("end")) else None
+        start = read_time(v, where, col["start"], fmt) if (v := get("start")) else None
+        end = read_time(v, where, col["end"], fmt) if (v := get("end")) else None
         if (v := get("elapsedraw")) is not None:
-            duration = _int(v, where, col["elapsedraw"])
+            duration = read_count(v, where, col["elapsedraw"])
         elif (v := get("elapsed")) is not None:
             try:
                 duration = parse_time_seconds(v)
@@ -309,21 +206,21 @@ def read_sacct(lines: Iterable[str], name: str = "<trace>") -> Trace:
             skipped += 1
             continue
         if (v := get("timelimitraw")) is not None:
-            limit = _int(v, where, col["timelimitraw"]) * 60 or None
+            limit = read_count(v, where, col["timelimitraw"]) * 60 or None
         elif (v := get("timelimit")) is not None and v.strip() != "Partition_Limit":
             limit = _limit(v, where, col["timelimit"])
         else:
             limit = None
         gpus, gtype = _tres_gpus(get("alloctres") or get("reqtres") or "")
-        _count(jobs, where)
+        check_count(jobs, where)
         jobs.append(TraceJob(
-            job_id=job_id, submit=_time(get("submit") or "", where, col["submit"], fmt), duration=duration,
-            gpus=gpus, nodes=_int(v, where, col["nnodes"]) or None if (v := get("nnodes")) else None,
-            cpus=_int(v, where, col["ncpus"]) if (v := get("ncpus")) else None,
+            job_id=job_id, submit=read_time(get("submit") or "", where, col["submit"], fmt), duration=duration,
+            gpus=gpus, nodes=read_count(v, where, col["nnodes"]) or None if (v := get("nnodes")) else None,
+            cpus=read_count(v, where, col["ncpus"]) if (v := get("ncpus")) else None,
             user=_s(get("user")), account=_s(get("account")), partition=_s(get("partition")), qos=_s(get("qos")),
             gpu_type=gtype, time_limit_s=limit, state=(get("state") or "").split(" ")[0].upper() or None,
             start=start, line=n))
-    return _finish(jobs, fmt, skipped, name)
+    return finish(jobs, fmt, skipped, name)
 
 
 # ---- SWF --------------------------------------------------------------------------------------
@@ -335,8 +232,8 @@ SWF_FIELDS = ("job", "submit", "wait", "run", "procs", "cpu_time", "mem", "req_p
 def read_swf(lines: Iterable[str], name: str = "<trace>") -> Trace:
     jobs: list[TraceJob] = []
     skipped = 0
-    where = _Where(name, list(SWF_FIELDS))
-    for n, line in enumerate(_lines(lines, name), 1):
+    where = Where(name, list(SWF_FIELDS))
+    for n, line in enumerate(capped_lines(lines, name), 1):
         where.line = n
         text = line.strip()
         if not text or text.startswith(";"):
@@ -356,23 +253,22 @@ def read_swf(lines: Iterable[str], name: str = "<trace>") -> Trace:
             skipped += 1  # SWF: -1 = unknown (a job that never ran)
             continue
         procs = v["req_procs"] if v["req_procs"] > 0 else max(v["procs"], 0)
-        _count(jobs, where)
+        check_count(jobs, where)
         jobs.append(TraceJob(
             job_id=str(v["job"]), submit=v["submit"], duration=v["run"], gpus=procs,
             user=str(v["user"]) if v["user"] >= 0 else None, account=str(v["group"]) if v["group"] >= 0 else None,
             time_limit_s=v["req_time"] if v["req_time"] > 0 else None,
             start=v["submit"] + v["wait"], line=n))
-    return _finish(jobs, ["epoch"], skipped, name)
+    return finish(jobs, ["epoch"], skipped, name)
 
 
-READERS = {"csv": read_csv, "sacct": read_sacct, "swf": read_swf}
+READERS: dict[str, Callable[[Iterable[str], str], Trace]] = {
+    "csv": read_csv, "sacct": read_sacct, "swf": read_swf, "alibaba": read_alibaba}
 
 
 def detect_format(first_line: str) -> str:
     """The format from a trace's first line: ``|`` -> sacct, ``;`` or numbers only -> SWF, a header
     with ``num_gpu, gpu_milli, creation_time`` -> alibaba, else CSV."""
-    from slurm_gpu.sim.alibaba import is_header
-
     t = first_line.strip()
     if is_header(t):
         return "alibaba"
@@ -388,20 +284,14 @@ def read_trace(lines: Iterable[str], name: str = "<trace>", fmt: str | None = No
     it = iter(lines)
     first = next(it, "")
     chosen = fmt or detect_format(first)
-    if chosen == "alibaba":
-        from slurm_gpu.sim.alibaba import read_alibaba
-
-        readers = {**READERS, "alibaba": read_alibaba}
-    else:
-        readers = READERS
-    if chosen not in readers:
+    if chosen not in READERS:
         raise TraceError(f"{name}:1:1: unknown trace format {chosen!r}; known: {', '.join(FORMATS)}")
 
     def again() -> Iterator[str]:
         yield first
         yield from it
 
-    return readers[chosen](again(), name)
+    return READERS[chosen](again(), name)
 
 
 def format_time(t: int, time_format: str) -> str:
@@ -412,3 +302,8 @@ def format_time(t: int, time_format: str) -> str:
         return datetime.fromtimestamp(t, UTC).strftime(time_format)
     except (ValueError, OverflowError, OSError):  # beyond what a datetime holds (year 1..9999)
         return str(t)
+
+
+__all__ = ["FORMATS", "MAX_JOBS", "MAX_LINE", "READERS", "SWF_FIELDS", "LIMIT_STEP_S", "Trace", "TraceError",
+           "TraceJob", "derive_time_limit", "detect_format", "format_time", "read_csv", "read_sacct", "read_swf",
+           "read_trace"]

@@ -19,15 +19,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from slurm_gpu.cpulist import format_cpulist
 from slurm_gpu.errors import TopologyError
 from slurm_gpu.topology.lscpu import CpuLayout
 from slurm_gpu.topology.model import NumaNode, Thread
-
-if TYPE_CHECKING:
-    from slurm_gpu.topology.nvidia_smi import SmiGpu, SmiTable
+from slurm_gpu.topology.smi_table import SmiGpu, SmiTable
 
 
 def disjoint_sets(groups: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from slurm_gpu.errors import TopologyError
@@ -38,41 +37,13 @@ from slurm_gpu.topology.model import (
     checked_cpulist,
     clip,
 )
+from slurm_gpu.topology.smi_table import SmiGpu, SmiTable
 
 _ANSI = re.compile(r"\x1b?\[[0-9;]{0,8}m")  # web pastes keep "[4m" but lose the ESC byte
 _TAIL = {"CPU Affinity": "cpu", "NUMA Affinity": "numa", "GPU NUMA ID": "gpu_numa"}
 _HEADER_TOKEN = re.compile(r"CPU\s+Affinity|NUMA\s+Affinity|GPU\s+NUMA\s+ID|\S+")
 _GPU = re.compile(r"^GPU([0-9]+)$")
 _AFFINITY_BUDGET = 4 * MAX_CPUS
-
-
-@dataclass(frozen=True)
-class SmiGpu:
-    """One GPU row: its affinity columns as printed (None = N/A or column absent). ``numa_nodes``
-    is the whole ``NUMA Affinity`` list (Grace nodes print several); ``numa_node`` its first id."""
-
-    index: int
-    line: int
-    cpus: tuple[int, ...] | None
-    numa_nodes: tuple[int, ...] | None
-    gpu_numa_ids: tuple[int, ...] | None
-
-    @property
-    def numa_node(self) -> int | None:
-        return self.numa_nodes[0] if self.numa_nodes else None
-
-    @property
-    def gpu_numa_id(self) -> int | None:
-        return self.gpu_numa_ids[0] if self.gpu_numa_ids else None
-
-
-@dataclass(frozen=True)
-class SmiTable:
-    devices: tuple[str, ...]  # canonical labels in column order: GPU<i>, NIC<k>
-    gpus: tuple[SmiGpu, ...]
-    links: tuple[Link, ...]
-    nic_names: dict[str, str] = field(default_factory=dict)  # NIC<k> -> mlx5_0
-    notes: tuple[str, ...] = ()
 
 
 def _na(text: str) -> bool:

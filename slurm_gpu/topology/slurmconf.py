@@ -18,7 +18,8 @@ from slurm_gpu.topology.model import Topology
 _RESERVED = set(" \t\n=#")
 
 
-def _check_word(value: str, what: str) -> str:
+def check_word(value: str, what: str) -> str:
+    """``value`` when it is one word of slurm.conf / gres.conf (no space, ``=`` or ``#``), else TopologyError."""
     if not value or any(ch in _RESERVED for ch in value):
         raise TopologyError(f"bad {what} {value!r}; expected a non-empty word without spaces, '=' or '#'")
     return value
@@ -59,9 +60,9 @@ def gres_conf_lines(
     share one ``File=/dev/nvidia[a-b]`` line. With ``links=True`` each GPU gets its own line with
     ``Links=`` (Slurm requires one device per line then).
     """
-    _check_word(node_names, "node names")
+    check_word(node_names, "node names")
     if gpu_type is not None:
-        _check_word(gpu_type, "GPU type")
+        check_word(gpu_type, "GPU type")
     if not topo.gpus:
         return []
     head = f"NodeName={node_names} Name=gpu" + (f" Type={gpu_type}" if gpu_type else "")
@@ -87,7 +88,7 @@ def gres_conf_lines(
 def node_conf_line(topo: Topology, node_names: str, gpu_type: str | None, **extra: object) -> str:
     """``NodeName=... Sockets= CoresPerSocket= ThreadsPerCore= [RealMemory=] [Gres=gpu[:type]:N]``
     plus ``extra`` key=value pairs in the order given (e.g. ``Port=``, ``Features=``)."""
-    _check_word(node_names, "node names")
+    check_word(node_names, "node names")
     parts = [
         f"NodeName={node_names}",
         f"Sockets={topo.sockets}",
@@ -97,9 +98,9 @@ def node_conf_line(topo: Topology, node_names: str, gpu_type: str | None, **extr
     if topo.memory_mb is not None:
         parts.append(f"RealMemory={topo.memory_mb}")
     if topo.gpus:
-        parts.append(f"Gres=gpu:{_check_word(gpu_type, 'GPU type') + ':' if gpu_type else ''}{len(topo.gpus)}")
+        parts.append(f"Gres=gpu:{check_word(gpu_type, 'GPU type') + ':' if gpu_type else ''}{len(topo.gpus)}")
     for key, value in extra.items():
-        parts.append(f"{_check_word(key, 'slurm.conf key')}={_check_word(str(value), key + ' value')}")
+        parts.append(f"{check_word(key, 'slurm.conf key')}={check_word(str(value), key + ' value')}")
     return " ".join(parts)
 
 
@@ -107,7 +108,7 @@ def fake_gpus_conf(topo: Topology, gpu_type: str, device_dir: str = "/dev") -> s
     """Slurm's ``fake_gpus.conf`` (placed next to slurm.conf, read by slurmd's gpu plugin instead of
     NVML): one line per GPU, ``<type>|<sys_cpu_count>|<cpu_range>|<links>|<device_file>``.
     ``cpu_range`` is in *machine* (OS) cpu ids — slurmd converts it to abstract ids itself."""
-    _check_word(gpu_type, "GPU type")
+    check_word(gpu_type, "GPU type")
     out = []
     for g in topo.gpus:
         cpus = topo.gpu_cpus(g.index)

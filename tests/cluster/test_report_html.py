@@ -5,7 +5,6 @@ hand-computed numbers of tests/cluster/test_report.py (the recorded 22.05 rows).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 from slurm_gpu.cluster.report import report
 from slurm_gpu.cluster.report_html import render
 from tests.cluster.test_report import rows
+from tests.conftest import missing
 
 BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser")
 
@@ -25,9 +25,7 @@ def browser() -> str:
         path = shutil.which(name)
         if path:
             return path
-    if os.environ.get("CI") == "true":  # the lab installs it (slurm_gpu/lab/install.py): CI must not skip
-        pytest.fail("no headless chromium: slurm-gpu lab up installs chromium-headless-shell")
-    pytest.skip("no headless chromium (Debian: apt-get install chromium-headless-shell)")
+    missing("no headless chromium (Debian: apt-get install chromium-headless-shell; slurm-gpu lab up installs it)")
 
 
 def open_in_browser(tmp_path, html: str) -> tuple[str, str]:

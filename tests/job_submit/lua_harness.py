@@ -17,7 +17,7 @@ from slurm_gpu.emit.job_submit import compile_policy
 from slurm_gpu.policy.classifier import classify
 from slurm_gpu.policy.model import Policy
 from slurm_gpu.request import Decision, JobRequest
-from slurm_gpu.slurm.job_desc import job_descs_for
+from slurm_gpu.slurm.job_desc import job_descs_for, strip_interactive
 from slurm_gpu.slurm.sbatch.parse import parse_submission
 from slurm_gpu.slurm.sbatch.to_request import to_job_request
 
@@ -90,8 +90,7 @@ def python_side(argv: list[str], version: tuple[int, int, int], policy: Policy
     tool, args = posixpath.basename(argv[0]), list(argv[1:])
     descs = job_descs_for(argv, version)
     if tool != "sbatch":
-        from slurm_gpu.slurm.job_desc import _strip_interactive
-        args = _strip_interactive(args)
+        args = strip_interactive(args)
     sub = parse_submission(args, {}, None, version=version)
     request = to_job_request(sub, user=USER)._replace(interactive=tool != "sbatch")
     for d in descs:

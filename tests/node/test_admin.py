@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import missing
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="admin install writes root-owned files")
 REPO = Path(__file__).resolve().parents[2]
 CLI = str(Path(sys.executable).parent / "slurm-gpu")
@@ -184,7 +186,7 @@ def _standin():
     state = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(state)
     if build.compiler() is None:
-        pytest.skip("no C compiler: the stand-in libnvidia-ml.so.1 cannot be built here")
+        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
     return build.build(), state
 
 

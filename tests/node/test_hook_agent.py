@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import needs_other_user
+
 _spec = importlib.util.spec_from_file_location("node_hooks_common_agent",
                                                Path(__file__).with_name("test_node_hooks.py"))
 common = importlib.util.module_from_spec(_spec)
@@ -138,6 +140,8 @@ def test_a_socket_that_is_not_roots_is_not_used(hooks: Hooks, agent: Agent):
 
 def test_the_agent_refuses_a_client_that_is_not_root(hooks: Hooks):
     import tempfile
+
+    needs_other_user("nobody", code="import socket")  # the client runs as nobody, with this interpreter
 
     where = Path(tempfile.mkdtemp(prefix="slurm-gpu-agent-test-"))  # a directory other users can reach
     os.chmod(where, 0o755)

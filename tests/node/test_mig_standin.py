@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import missing
+
 STANDIN = Path(__file__).resolve().parents[1] / "nvml_standin"
 MIG_UUID = re.compile(r"MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 PRELUDE = """\
@@ -56,7 +58,7 @@ class Node:
 @pytest.fixture(scope="module")
 def lib() -> Path:
     if build.compiler() is None:
-        pytest.skip("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
+        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
     return build.build()
 
 

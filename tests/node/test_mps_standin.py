@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import missing
+
 STANDIN = Path(__file__).resolve().parents[1] / "nvml_standin"
 MPS = str(STANDIN / "bin" / "nvidia-cuda-mps-control")
 PRELUDE = """\
@@ -91,7 +93,7 @@ class Env:
 @pytest.fixture
 def mps_env():
     if build.compiler() is None:
-        pytest.skip("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
+        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
     lib = build.build()
     root = Path(tempfile.mkdtemp(prefix="slurm-gpu-mps-test-", dir="/tmp"))
     os.chmod(root, 0o755)  # the job's user must traverse to its pipe directory

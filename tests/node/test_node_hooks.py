@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import missing
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the node hooks run as root")
 STANDIN = Path(__file__).resolve().parents[1] / "nvml_standin"
 BIN = Path(sys.executable).parent
@@ -42,7 +44,7 @@ build, state = _load("build"), _load("state")
 @pytest.fixture(scope="module")
 def lib_dir() -> Path:
     if build.compiler() is None:
-        pytest.skip("no C compiler: the stand-in libnvidia-ml.so.1 cannot be built here")
+        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
     return build.build()
 
 

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import missing, needs_other_user
+
 try:
     USER = pwd.getpwnam("labuser")
 except KeyError:
@@ -104,12 +106,13 @@ class Node:
 @pytest.fixture(scope="module")
 def lib() -> Path:
     if build.compiler() is None:
-        pytest.skip("no C compiler: the stand-in libnvidia-ml.so.1 cannot be built here")
+        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
     return build.build()
 
 
 @pytest.fixture
 def node(lib: Path):
+    needs_other_user(USER.pw_name)  # the task prolog runs as the job's user, with this interpreter
     root = Path(tempfile.mkdtemp(prefix="slurm-gpu-share-steps-", dir="/tmp"))
     os.chmod(root, 0o755)  # the job's user reads its task file and traverses to its MPS pipe directory
     try:

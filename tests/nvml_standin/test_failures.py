@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import needs_other_user
+
 
 @pytest.mark.parametrize("how", ["env", "state"])
 def test_driver_not_loaded(node, how):
@@ -62,6 +64,8 @@ def test_no_permission_on_every_setter(node):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run the probe as an unprivileged user")
 def test_root_only_refuses_setters_to_other_users(node, standin_lib):
+    # the probe runs as nobody, with the pynvml of this environment
+    needs_other_user("nobody", "/usr/bin/python3", f"import sys; sys.path.insert(0, {pynvml_dir()!r}); import pynvml")
     shared = Path(tempfile.mkdtemp(prefix="nvml-standin-"))  # tmp_path is 0700: the user could not read it
     try:
         os.chmod(shared, 0o777)

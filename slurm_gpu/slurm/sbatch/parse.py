@@ -23,6 +23,7 @@ from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.release import Version, as_version
 from slurm_gpu.slurm.sbatch.directives import DEFAULT_MAX_SCRIPT_BYTES, check_script, script_directives
 from slurm_gpu.slurm.sbatch.getopt import RESET, Event, OptionError, check_value, env_events, getopt
+from slurm_gpu.slurm.sbatch.gpu_forms import check_gpu_options
 from slurm_gpu.slurm.sbatch.table import (
     BY_NAME,
     ENV_ORDER,
@@ -32,7 +33,6 @@ from slurm_gpu.slurm.sbatch.table import (
     GpusubOptions,
     SbatchOption,
 )
-from slurm_gpu.slurm.sbatch.to_request import check_gpu_options
 
 __all__ = [
     "OptionError",
