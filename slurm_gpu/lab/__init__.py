@@ -4,5 +4,6 @@
 Modules: :mod:`.spec` (the plain-data description, built from policy + topology), :mod:`.config`
 (pure: spec -> config file text), :mod:`.install` (apt), :mod:`.procs` (pidfiles, start/stop),
 :mod:`.daemons` (munge, MariaDB, slurmdbd, slurmctld, slurmd, fake GPUs), :mod:`.control`
-(up/down/status/env), :mod:`.clients` (timeout-wrapped Slurm client calls), :mod:`.demo`.
+(up/down/status/env), :mod:`.clients` (timeout-wrapped Slurm client calls), :mod:`.demo`, :mod:`.burst`
+(a burst of submissions from concurrent lab-user submitters, every job accounted for).
 """

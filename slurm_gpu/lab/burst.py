@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from slurm_gpu.lab import clients
 from slurm_gpu.slurm.records import parse_parsable
@@ -247,11 +248,12 @@ def submit(jobs: tuple[BurstJob, ...], slurm_conf: str, *, user: str, gpusub: st
         os.chmod(path, 0o644)
         files.append(path)
 
-    def one(k: int) -> dict:
+    def one(k: int) -> dict[str, Any]:
         r = clients.run(["/usr/bin/python3", "-c", SUBMITTER, files[k]], slurm_conf, user=user, cwd=workdir,
                         env_extra=extra, timeout_s=120 + 125 * len(jobs[k::submitters]))
         try:
-            return json.loads(r.stdout)
+            quarter: dict[str, Any] = json.loads(r.stdout)
+            return quarter
         except ValueError:
             raise RuntimeError(f"a submitter failed (exit {r.returncode}): {r.stderr.strip()[-400:]}") from None
 
