@@ -178,7 +178,7 @@ exit 3
 """
 
 
-def _run_local(tmp_path, payload, grace=30, send_after=None):
+def _run_local(tmp_path, payload, grace=30, send_after=None, path_first=None):
     sub = parse_submission(["x.sh"], {}, payload)
     settings = CheckpointSettings(grace_s=grace, python="/nonexistent/python", why="test")
     text = render_script(sub, None, None, S2205, Payload(payload, "x.sh"), checkpoint=settings).text
@@ -186,6 +186,8 @@ def _run_local(tmp_path, payload, grace=30, send_after=None):
     script.write_text(text)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "GPUSUB_"))}
     env["TMPDIR"] = str(tmp_path)
+    if path_first:
+        env["PATH"] = f"{path_first}:{env.get('PATH', '/usr/bin:/bin')}"
     (tmp_path / "stdin.txt").write_text("hello\n")
     with open(tmp_path / "stdin.txt", encoding="utf-8") as stdin:
         proc = subprocess.Popen(["bash", str(script)], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -230,6 +232,22 @@ def test_local_stop_before_the_payload_is_ready_is_passed_on_later(tmp_path):
     rc, out, err = _run_local(tmp_path, payload, grace=10, send_after=0.3)
     assert rc == 0, err
     assert out.splitlines() == ["ready", "handler got USR2"]
+
+
+def test_a_stop_before_the_protocols_trap_is_held_not_fatal(tmp_path):
+    """Slurm sends --signal's signal at once on a preemption (preempt_send_user_signal): one that lands
+    while the batch shell is still reading the protocol's functions, before its trap, must not end the
+    shell (found by the lab's burst: FAILED 0:12, no requeue). A slow ``date`` (the protocol's first
+    command) holds the shell there while the signal comes."""
+    shims = tmp_path / "bin"
+    shims.mkdir()
+    (shims / "date").write_text("#!/bin/bash\nsleep 1.5\nexec /bin/date \"$@\"\n")
+    (shims / "date").chmod(0o755)
+    payload = "#!/bin/bash\ntrap 'echo \"handler got USR2\"; exit 0' USR2\necho ready\nwhile :; do sleep 0.1; done\n"
+    rc, out, err = _run_local(tmp_path, payload, grace=10, send_after=0.4, path_first=str(shims))
+    assert rc == 0, (rc, err)
+    assert out.splitlines() == ["ready", "handler got USR2"]
+    assert "SIGUSR2 (reason: signal) passed on to the payload" in err
 
 
 def test_warns_when_the_grace_time_is_shorter_than_a_recorded_checkpoint(tmp_path):

@@ -11,6 +11,7 @@
 #SBATCH --requeue
 #SBATCH --signal=B:USR2@120
 #SBATCH --time=30
+trap 'gpusub_ckpt_early=1' USR2  # a stop before the protocol's own trap is held, not fatal
 
 # slurm-gpu:hook checkpoint
 # Checkpoint protocol (class spot: checkpoint_required; docs/checkpointing.md). The payload gets GPUSUB_CKPT_DIR (this
@@ -146,6 +147,7 @@ gpusub_ckpt_decide() {
 # within a second of the start, and its default action would end this shell.
 trap gpusub_ckpt_on_stop USR2
 trap gpusub_ckpt_on_term TERM
+[ -z "${gpusub_ckpt_early:-}" ] || gpusub_ckpt_on_stop  # the stop came before this trap: held as any early one
 unset GPUSUB_CKPT_DIR GPUSUB_RESUME_FROM GPUSUB_RESTART_COUNT
 export GPUSUB_CKPT_SIGNAL=USR2 GPUSUB_CKPT_KEEP=3
 # This job's directory, under its work directory: made by the job itself, as its user (never by root);

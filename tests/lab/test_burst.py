@@ -7,11 +7,10 @@ the partition and QOS the classifier predicted (``prepare``, what ``gpusub --exp
 slurmctld's records (squeue) and in slurmdbd's (sacct); every GPU job ran through the node hooks' Prolog
 and Epilog; and no node drains.
 
-One end other than COMPLETED is known and told apart: a gpusub spot job (checkpoint protocol,
-``--signal=B:USR2@120``) that is preempted as it starts, before its script has set the trap for the stop
-signal, dies of that signal and ends FAILED instead of being requeued (about 1 in 5 of the burst's rare
-preemptions, docs/lab.md). It is accounted for (its partition, QOS and end are checked like any
-other's) and reported as a warning, not a failure of this test.
+The burst found one product bug, now fixed and held by this test: a gpusub spot job (checkpoint
+protocol, ``--signal=B:USR2@120``) preempted as it started, before its script had set the trap for the
+stop signal, died of that signal (FAILED 0:12) instead of being requeued; the rendered script now traps
+the signal on its first line (tests/checkpoint/test_rendered.py holds the case deterministically).
 
 CI-sized: 500 submissions (about 1.5 minutes of burst on the 2-CPU VM under load; the full 2,000 took
 303 s of burst there). ``SLURM_GPU_BURST_JOBS=2000`` runs the full size; benchmarks/bench_burst.py runs
@@ -21,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 
 import pytest
 
@@ -58,14 +56,10 @@ def test_burst_every_job_accounted_for(slurm_lab) -> None:
         assert any(p.accepted for p in mine) and any(not p.accepted for p in mine), tool
 
     assert result.drained_before == {}, f"nodes were already unusable before the burst: {result.drained_before}"
-    known = [p.text for p in t.problems if p.kind == "preempted"]
-    others = [p.text for p in t.problems if p.kind != "preempted"]
-    shown = "\n".join([*t.mismatched, *others][:25])
-    assert not t.mismatched and not others, f"{len(t.mismatched)} mismatched, {len(others)} other problems:\n{shown}"
-    for text in known:
-        warnings.warn(f"burst: {text}", stacklevel=1)
+    shown = "\n".join([*t.mismatched, *(p.text for p in t.problems)][:25])
+    assert not t.mismatched and not t.problems, f"{len(t.mismatched)} mismatched, {len(t.problems)} problems:\n{shown}"
     assert t.submitted + t.refused == len(jobs)
-    assert t.completed + len(known) == t.submitted == sum(1 for p in predicted.values() if p.accepted)
+    assert t.completed == t.submitted == sum(1 for p in predicted.values() if p.accepted)
     assert result.drained_after == {}, f"nodes drained or down after the burst: {result.drained_after}"
     print(f"burst of {len(jobs)}: {t.submitted} submitted, {t.refused} refused, {t.completed} completed in "
           f"{result.burst.wall_s:.1f} s of submissions ({result.burst.rate:.1f}/s) + {result.drain_s:.1f} s")
