@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.checkpoint.contract import (
     DEFAULT_GRACE_S,
@@ -25,6 +25,10 @@ from slurm_gpu.checkpoint.contract import (
 from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.sbatch.table import GpusubOptions
+
+if TYPE_CHECKING:  # the types only
+    from slurm_gpu.policy.model import Policy
+    from slurm_gpu.request import Decision
 
 DEFAULT_LEAD_S = 120  # the policy's defaults.signal_lead_time
 DEFAULT_MAX_REQUEUES = 3  # the policy's defaults.max_requeues
@@ -45,44 +49,45 @@ class CheckpointSettings(NamedTuple):
     why: str = ""  # why the protocol is on (a comment in the script)
 
 
-def _grace(text: Any) -> int:
+def _grace(text: str) -> int:
     from slurm_gpu.units import UnitError, parse_time_seconds
 
     try:
-        return parse_time_seconds(str(text))
+        return parse_time_seconds(text)
     except (UnitError, ValueError) as exc:
         raise UsageError(f"--ckpt-grace: {exc}") from None
 
 
-def settings_for(gpusub_opts: GpusubOptions, policy: Any, decision: Any, python: str = "",
+def settings_for(gpusub_opts: GpusubOptions, policy: Policy | None, decision: Decision | None, python: str = "",
                  library: str = "") -> CheckpointSettings | None:
     """The protocol's settings for a submission, or None when it is off: on with ``--checkpoint`` or
     when the decision's class has ``checkpoint_required``. ``--ckpt-signal``/``--ckpt-grace`` override the
     policy's defaults; given without the protocol they are a usage error (they would do nothing)."""
     job_class = None
-    if policy is not None and getattr(decision, "job_class", None):
-        job_class = next((c for c in getattr(policy, "classes", ()) if c.name == decision.job_class), None)
-    required = bool(getattr(job_class, "checkpoint_required", False))
-    asked = bool(gpusub_opts.checkpoint)
+    if policy is not None and decision is not None and decision.job_class:
+        job_class = next((c for c in policy.classes if c.name == decision.job_class), None)
+    required = job_class is not None and job_class.checkpoint_required
+    asked = gpusub_opts.checkpoint
     if not (asked or required):
-        for name in ("ckpt_signal", "ckpt_grace"):
-            if getattr(gpusub_opts, name) is not None:
-                raise UsageError(f"--{name.replace('_', '-')} needs --checkpoint (or a job class with "
-                                 "checkpoint_required)")
+        for name, value in (("ckpt-signal", gpusub_opts.ckpt_signal), ("ckpt-grace", gpusub_opts.ckpt_grace)):
+            if value is not None:
+                raise UsageError(f"--{name} needs --checkpoint (or a job class with checkpoint_required)")
         return None
-    d = getattr(policy, "defaults", None)
+    d = policy.defaults if policy is not None else None
     try:
-        sig = signal_name(gpusub_opts.ckpt_signal or getattr(d, "ckpt_signal", None))
+        sig = signal_name(gpusub_opts.ckpt_signal or (d.ckpt_signal if d is not None else None))
     except ContractError:
         raise UsageError(f"--ckpt-signal {str(gpusub_opts.ckpt_signal)[:40]!r}: accepted: USR1, USR2, "
                          "TERM, INT, HUP (with or without SIG)") from None
-    grace = (_grace(gpusub_opts.ckpt_grace) if gpusub_opts.ckpt_grace is not None
-             else int(getattr(d, "ckpt_grace_s", DEFAULT_GRACE_S)))
+    if gpusub_opts.ckpt_grace is not None:
+        grace = _grace(gpusub_opts.ckpt_grace)
+    else:
+        grace = d.ckpt_grace_s if d is not None else DEFAULT_GRACE_S
     why = "gpusub --checkpoint" if asked else f"class {job_class.name if job_class else '?'}: checkpoint_required"
-    return CheckpointSettings(signal=sig, grace_s=grace, lead_s=int(getattr(d, "signal_lead_time_s", DEFAULT_LEAD_S)),
-                              max_requeues=int(getattr(d, "max_requeues", DEFAULT_MAX_REQUEUES)),
-                              keep=int(getattr(d, "ckpt_keep", DEFAULT_KEEP)), python=python, library=library,
-                              why=why)
+    if d is None:  # no policy: the protocol's own defaults
+        return CheckpointSettings(signal=sig, grace_s=grace, python=python, library=library, why=why)
+    return CheckpointSettings(signal=sig, grace_s=grace, lead_s=d.signal_lead_time_s, max_requeues=d.max_requeues,
+                              keep=d.ckpt_keep, python=python, library=library, why=why)
 
 
 def user_lead(options: Iterable[tuple[str, str | None]]) -> int | None:
@@ -122,7 +127,7 @@ def warnings_for(settings: CheckpointSettings, lead_s: int,
     return out
 
 
-def context(settings: CheckpointSettings | None, lead_s: int) -> dict[str, Any] | None:
+def context(settings: CheckpointSettings | None, lead_s: int) -> dict[str, str | int] | None:
     """The templates' ``ckpt`` value (None: the protocol is off and the script is as without it);
     ``lead_s``: the lead time the job's ``--signal`` carries."""
     if settings is None:

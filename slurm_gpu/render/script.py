@@ -16,16 +16,24 @@ import functools
 import os
 import re
 import shlex
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from slurm_gpu import __version__
 from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
+from slurm_gpu.render.checkpoint import CheckpointSettings, protocol_options, user_lead
 from slurm_gpu.render.checkpoint import context as ckpt_context
-from slurm_gpu.render.checkpoint import protocol_options, user_lead
 from slurm_gpu.slurm.sbatch.table import BY_NAME, MEMORY_GROUP, SAME_FIELD
+
+if TYPE_CHECKING:  # the types only (jinja2 is imported when a script is rendered)
+    import jinja2
+
+    from slurm_gpu.placement.plan import BindingPlan
+    from slurm_gpu.request import Decision
+    from slurm_gpu.slurm.release import SlurmSpelling
+    from slurm_gpu.slurm.sbatch.parse import Submission
 
 TEMPLATE_NAME = "batch.sh.j2"
 
@@ -85,7 +93,7 @@ def directive_quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def comment_text(value: Any) -> str:
+def comment_text(value: object) -> str:
     """Make text safe for a bash comment: one line, printable characters only."""
     return "".join(ch if ch.isprintable() else "?" for ch in str(value))
 
@@ -145,10 +153,11 @@ def type_user_gpu_forms(state: dict[str, str | None], gpu_type: str) -> None:
             state[name] = f"{gpu_type}:{value}"
 
 
-def effective_options(sub: Any, decision: Any, plan: Any, component: int = 0) -> list[tuple[str, str | None]]:
+def effective_options(sub: Submission, decision: Decision | None, plan: BindingPlan | None,
+                      component: int = 0) -> list[tuple[str, str | None]]:
     """The user's options (of one heterogeneous-job component; 0 for a normal job), then the policy's
     changes, then the plan's additions (later wins)."""
-    user_options = sub.components[component] if getattr(sub, "components", ()) else sub.options
+    user_options = sub.components[component]
     state: dict[str, str | None] = {}
     order: list[str] = []
     verbose = 0
@@ -180,14 +189,13 @@ def effective_options(sub: Any, decision: Any, plan: Any, component: int = 0) ->
             if name == "gres" and state.get("gres"):  # the user's non-GPU gres items (shard, licences) stay
                 value = ",".join([state["gres"] or "", value or ""]).strip(",")
             put(name, value)
-        gpu_type = getattr(decision, "gpu_type", None)
-        if mine and gpu_type:
-            type_user_gpu_forms(state, gpu_type)
-    for text in getattr(plan, "sbatch_options", ()) or ():
+        if mine and decision.gpu_type:
+            type_user_gpu_forms(state, decision.gpu_type)
+    for text in plan.sbatch_options if plan is not None else ():
         put(*_split_option(text))
     # sbatch names a job after its script; the submitted file has another name
     if "job-name" not in state and component == 0:
-        script = getattr(sub, "script_path", None)
+        script = sub.script_path
         put("job-name", os.path.basename(script) if script and script != "-" else
             ("wrap" if sub.wrap is not None else "sbatch"))
     out = [(n, state[n]) for n in sorted(state)]
@@ -198,9 +206,9 @@ def _option_text(name: str, value: str | None) -> str:
     return f"--{name}" if value is None else f"--{name}={value}"
 
 
-def _srun_env(srun_options: Iterable[str], spelling: Any) -> tuple[list[tuple[str, str]], list[str]]:
+def _srun_env(srun_options: Iterable[str], spelling: SlurmSpelling) -> tuple[list[tuple[str, str]], list[str]]:
     """srun options as srun input variables (batch launch); the rest are returned to be listed."""
-    has_tres_bind = bool(getattr(spelling, "has_tres_bind", False))
+    has_tres_bind = spelling.has_tres_bind
     exports: list[tuple[str, str]] = []
     leftover: list[str] = []
     for text in srun_options:
@@ -216,15 +224,19 @@ def _srun_env(srun_options: Iterable[str], spelling: Any) -> tuple[list[tuple[st
     return exports, leftover
 
 
-def _task_shim(plan: Any, sub: Any) -> str:
+def _isolation(plan: BindingPlan | None, sub: Submission) -> str | None:
+    """The plan's GPU isolation, else the one the user asked for (``--gpu-isolation``), else None."""
+    return (plan.isolation if plan is not None else None) or sub.gpusub.gpu_isolation
+
+
+def _task_shim(plan: BindingPlan | None, sub: Submission) -> str:
     """Bash run by each srun task before the payload: the plan's own prelude (GPU order, LOCAL_RANK)
     when it has one, else the generic shim for shared isolation; "" when no shim is needed."""
-    prelude = getattr(plan, "task_prelude", "") or ""
-    if prelude:
-        return prelude.rstrip("\n") + '\nexec "$@"'
-    isolation = getattr(plan, "isolation", None) or sub.gpusub.gpu_isolation
-    if isolation == "shared":
-        return SHIM.replace("@GPUS_PER_TASK@", str(int(getattr(plan, "gpus_per_task", None) or 1)))
+    if plan is not None and plan.task_prelude:
+        return plan.task_prelude.rstrip("\n") + '\nexec "$@"'
+    if _isolation(plan, sub) == "shared":
+        gpus_per_task = plan.gpus_per_task if plan is not None else None
+        return SHIM.replace("@GPUS_PER_TASK@", str(gpus_per_task or 1))
     return ""
 
 
@@ -234,10 +246,10 @@ SOURCE_TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirna
 
 
 @functools.lru_cache(maxsize=4)
-def _environment(template_dir: str, bytecode_cache: Any = None) -> Any:
+def _environment(template_dir: str, bytecode_cache: jinja2.BytecodeCache | None = None) -> jinja2.Environment:
     """One jinja2 Environment per template directory (templates are compiled once per process, and not
     at all when ``bytecode_cache``, a ``jinja2.BytecodeCache`` the caller owns, has them)."""
-    import jinja2  # lazily: gpusub's fast paths never render
+    import jinja2  # lazily: only a rendered script needs it (--explain does not)
 
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(template_dir),
@@ -292,12 +304,12 @@ def check_payload(text: str) -> None:
         raise RenderError("the batch script contains a NUL byte (sbatch refuses it too)")
 
 
-def payload_of(sub: Any, script_text: str | None) -> Payload:
+def payload_of(sub: Submission, script_text: str | None) -> Payload:
     """The payload for a submission: the script's text, or the ``--wrap`` command as sbatch writes it."""
     if script_text is None:
         wrap = sub.wrap if sub.wrap is not None else ""
         return Payload(text=f"#!/bin/sh\n# This script was created by sbatch --wrap.\n\n{wrap}\n", name="wrap")
-    path = getattr(sub, "script_path", None)
+    path = sub.script_path
     base = os.path.basename(path) if path and path != "-" else "script"
     name = _SAFE_NAME.sub("_", base)[:64].lstrip(".-") or "script"
     return Payload(text=script_text, name=name)
@@ -346,32 +358,32 @@ def _with_protocol_options(options: list[tuple[str, str | None]], added: list[st
 
 
 def render_script(
-    sub: Any,
-    decision: Any,
-    plan: Any,
-    spelling: Any,
+    sub: Submission,
+    decision: Decision | None,
+    plan: BindingPlan | None,
+    spelling: SlurmSpelling,
     payload: Payload,
     *,
     template_dir: str | None = None,
-    component_decisions: Any = None,
-    bytecode_cache: Any = None,
-    templates: Any = None,
-    checkpoint: Any = None,
+    component_decisions: Sequence[Decision] = (),
+    bytecode_cache: jinja2.BytecodeCache | None = None,
+    checkpoint: CheckpointSettings | None = None,
 ) -> RenderedScript:
     """Render the batch script for one submission (see the module docstring).
 
-    ``sub``: a Submission; ``decision``: a Decision (or None); ``plan``: a BindingPlan or None (no
-    binding: plain batch launch); ``spelling``: a SlurmSpelling; ``payload``: the user's script;
-    ``template_dir``: the templates' directory (default: the source tree's); ``bytecode_cache``: a
+    ``decision``: the policy's (None: no policy, the options as given); ``plan``: the binding plan
+    (None: no binding, plain batch launch); ``payload``: the user's script; ``template_dir``: the
+    templates' directory (default: the source tree's); ``component_decisions``: one Decision per
+    heterogeneous-job component (default: ``decision`` for each); ``bytecode_cache``: a
     ``jinja2.BytecodeCache`` holding the compiled templates (gpusub's: slurm_gpu.submit.template_cache);
-    ``checkpoint``: a :class:`slurm_gpu.render.checkpoint.CheckpointSettings` when the checkpoint
-    protocol is on (None: the script is exactly as without it). Raises RenderError.
+    ``checkpoint``: the protocol's settings when it is on (None: the script is exactly as without it).
+    Raises RenderError.
     """
     check_payload(payload.text)
     directives: list[str] = []
     argv: list[str] = []
-    components = len(getattr(sub, "components", ()) or ()) or 1
-    decisions = tuple(component_decisions or ()) or (decision,) * components
+    components = len(sub.components)
+    decisions = tuple(component_decisions) or (decision,) * components
     options: list[tuple[str, str | None]] = []
     for k in range(components):
         if k:
@@ -394,30 +406,29 @@ def render_script(
     if any(a == ":" for a in argv):
         raise RenderError("a heterogeneous job's option with a line break (or a client option) in a later "
                           "component cannot be carried; give it in the script")
-    launch = getattr(plan, "launch", None) or sub.gpusub.launch or "batch"
+    launch = (plan.launch if plan is not None else None) or sub.gpusub.launch or "batch"
     if launch not in ("batch", "per-gpu"):
         raise RenderError(f"launch {launch!r}: accepted: batch, per-gpu")
-    env = list(getattr(plan, "env", ()) or ())
+    env = list(plan.env) if plan is not None else []
     for key, _ in env:
         if not _ENV_NAME.match(key):
             raise RenderError(f"environment name {key!r}: accepted: letters, digits and _ (not first)")
-    srun_options = tuple(getattr(plan, "srun_options", ()) or ())
+    srun_options = plan.srun_options if plan is not None else ()
     srun_exports, srun_unexported = _srun_env(srun_options, spelling) if launch == "batch" else ([], [])
     for arg in sub.script_args:
         _check_value("script argument", arg)
     shim = _task_shim(plan, sub) if launch == "per-gpu" else ""
-    version = getattr(spelling, "label", None) or ".".join(map(str, getattr(spelling, "version", ()) or ())) or "?"
     text = payload.text
     context = {
         "gpusub_version": __version__,
-        "slurm_version": comment_text(version),
+        "slurm_version": comment_text(spelling.label),
         "decision": {
-            "job_class": comment_text(getattr(decision, "job_class", None) or "-"),
-            "partition": comment_text(getattr(decision, "partition", None) or "-"),
-            "qos": comment_text(getattr(decision, "qos", None) or "-"),
-            "gres": comment_text(getattr(decision, "gres", None) or "-"),
+            "job_class": comment_text((decision.job_class if decision is not None else None) or "-"),
+            "partition": comment_text((decision.partition if decision is not None else None) or "-"),
+            "qos": comment_text((decision.qos if decision is not None else None) or "-"),
+            "gres": comment_text((decision.gres if decision is not None else None) or "-"),
         },
-        "isolation": comment_text(getattr(plan, "isolation", None) or sub.gpusub.gpu_isolation or "-"),
+        "isolation": comment_text(_isolation(plan, sub) or "-"),
         "directives": directives,
         "env": env,
         "srun_exports": srun_exports,
@@ -436,9 +447,7 @@ def render_script(
         "ckpt": ckpt_context(checkpoint, user_lead(options) or checkpoint.lead_s) if checkpoint is not None else None,
         "args": list(sub.script_args),
     }
-    # ``templates``: the same templates already compiled (slurm_gpu.render.fast, without Jinja2's import)
-    environment = templates if templates is not None else _environment(template_dir or SOURCE_TEMPLATE_DIR,
-                                                                       bytecode_cache)
+    environment = _environment(template_dir or SOURCE_TEMPLATE_DIR, bytecode_cache)
     rendered = environment.get_template(TEMPLATE_NAME).render(**context)
     return RenderedScript(text=rendered, sbatch_argv=tuple(argv))
 

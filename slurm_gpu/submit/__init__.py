@@ -3,8 +3,8 @@
 
 Owns: the submission flow (``gpusub``: prepare, render, submit, explain, dry-run, JSON), following a job
 to its end (``follow``), ``--mig``/``--mps`` as a submission (``gpu_share``, pure), the usage text
-(``usage``) and the templates' lookup and caches (``templates``, ``fast_templates``,
-``template_cache``, ``private_files``).
+(``usage``), the templates' lookup (``templates``) and Jinja2's bytecode cache of them per user
+(``template_cache`` over ``private_files``).
 May import: the core (slurm, policy, placement, render, sharing, checkpoint, topology, emit) and
 ``adapters``. Never ``cli``, ``node``, ``cluster``, ``sim`` or ``lab``.
 """

@@ -352,7 +352,7 @@ def checkpoint_settings(prep: Prepared) -> CheckpointSettings | None:
                         library=library)
 
 
-def checkpoint_warnings(prep: Prepared, settings: Any, cwd: str | None = None) -> list[str]:
+def checkpoint_warnings(prep: Prepared, settings: CheckpointSettings | None, cwd: str | None = None) -> list[str]:
     """The protocol's warnings; ``cwd``: where gpusub runs (the job's work directory unless -D names
     another), whose earlier jobs' markers tell how long a checkpoint takes."""
     from slurm_gpu.render.checkpoint import user_lead, warnings_for
@@ -398,26 +398,22 @@ def recorded_checkpoint_cost(workdir: str) -> tuple[float, str] | None:
     return None
 
 
-def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None, checkpoint: Any = None) -> RenderedScript:
-    """The rendered job; with ``env``, the compiled templates come from the user's cache (when it is private);
-    ``checkpoint``: the protocol's settings (checkpoint_settings) or None."""
+def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None,
+                    checkpoint: CheckpointSettings | None = None) -> RenderedScript:
+    """The rendered job; with ``env``, the compiled templates come from the user's cache (when it is
+    private); ``checkpoint``: the protocol's settings (checkpoint_settings) or None."""
     from slurm_gpu.render.script import payload_of, render_script
     from slurm_gpu.submit.templates import default_template_dir
 
-    cache = templates = None
-    template_dir = default_template_dir()
-    if env is not None:  # the templates compiled once per user, run without importing Jinja2
-        from slurm_gpu.submit.fast_templates import load
+    cache = None
+    if env is not None:
+        from slurm_gpu.submit.template_cache import bytecode_cache
 
-        templates = load(template_dir, os.path.join(_cache_dir(env), "templates"))
-        if templates is None:
-            from slurm_gpu.submit.template_cache import bytecode_cache
-
-            cache = bytecode_cache(os.path.join(_cache_dir(env), "templates"))
+        cache = bytecode_cache(os.path.join(_cache_dir(env), "templates"))
     return render_script(prep.submission, prep.decision, prep.plan, prep.spelling,
-                         payload_of(prep.submission, prep.script_text), template_dir=template_dir,
-                         component_decisions=prep.component_decisions or None, bytecode_cache=cache,
-                         templates=templates, checkpoint=checkpoint)
+                         payload_of(prep.submission, prep.script_text), template_dir=default_template_dir(),
+                         component_decisions=prep.component_decisions, bytecode_cache=cache,
+                         checkpoint=checkpoint)
 
 
 def write_rendered(text: str, env: Mapping[str, str]) -> str:

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The rendered script's side of the checkpoint protocol (templates/_hook_checkpoint.sh.j2, _launch.sh.j2,
 slurm_gpu/render/checkpoint.py): when it is on, the sbatch options it sets, the script's structure and
-syntax, the same text from the fast renderer, a golden file, and the wrapper run locally (no Slurm) with
-a payload that gets the stop signal. The lab tests (test_lab_requeue.py) run it under Slurm."""
+syntax, the same text from the user's cache of compiled templates, a golden file, and the wrapper run
+locally (no Slurm) with a payload that gets the stop signal. The lab tests (test_lab_requeue.py) run it under Slurm."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def test_bash_syntax(argv, tmp_path):
         assert 'srun ' in rendered.text and '"$gpusub_payload" "$@" <&0 &' in rendered.text
 
 
-def test_fast_renderer_gives_the_same_text(tmp_path):
+def test_cached_templates_give_the_same_text(tmp_path):
     prep = _prep(["--checkpoint", "--launch=per-gpu", "-G", "h100:2", "-t", "10"], tmp_path)
     settings = checkpoint_settings(prep)._replace(**FIXED)
     env = {"XDG_CACHE_HOME": str(tmp_path), "HOME": str(tmp_path)}

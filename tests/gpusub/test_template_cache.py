@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """gpusub's per-user cache of compiled templates (slurm_gpu.submit.template_cache): the same text as a
-fresh compile, no compile once cached, a changed template compiled afresh, and an entry that is not
-the user's own private file never loaded (loading marshalled code runs it)."""
+fresh compile, no compile once cached, a changed template, other settings or another Jinja2 compiled
+afresh, and an entry that is not the user's own private file never loaded (loading marshalled code
+runs it)."""
 
 import os
 import shutil
@@ -14,7 +15,8 @@ from slurm_gpu.render.script import Payload, render_script
 from slurm_gpu.request import Decision
 from slurm_gpu.slurm.release import spelling_for
 from slurm_gpu.slurm.sbatch.parse import parse_submission
-from slurm_gpu.submit.template_cache import PrivateBytecodeCache, read_private
+from slurm_gpu.submit.private_files import read_private
+from slurm_gpu.submit.template_cache import PrivateBytecodeCache, entry_prefix
 from slurm_gpu.submit.templates import default_template_dir
 
 SUB = parse_submission(["--gres=gpu:h100:2", "-J", "t", "train.sh", "a b"], {}, None)
@@ -52,7 +54,7 @@ def compiles(monkeypatch):
 
 
 def entries(directory):
-    return sorted(p for p in os.listdir(directory) if p.startswith("template-"))
+    return sorted(p for p in os.listdir(directory) if p.startswith(entry_prefix()))
 
 
 def test_cached_templates_render_the_same_text_without_compiling(templates, tmp_path, monkeypatch):
@@ -65,6 +67,19 @@ def test_cached_templates_render_the_same_text_without_compiling(templates, tmp_
     calls = compiles(monkeypatch)
     assert render(templates, PrivateBytecodeCache(str(cache_dir))) == expected  # a new process's cache
     assert calls == []
+
+
+def test_entries_are_keyed_by_the_jinja2_that_compiled_them(templates, tmp_path, monkeypatch):
+    cache_dir = tmp_path / "cache"
+    expected = render(templates, PrivateBytecodeCache(str(cache_dir)))
+    first = entries(cache_dir)
+    assert first and all(name.startswith(f"jinja2-{jinja2.__version__}-") for name in first)
+    monkeypatch.setattr(jinja2, "__version__", "3.9.0")  # as if another Jinja2 were installed
+    calls = compiles(monkeypatch)
+    assert render(templates, PrivateBytecodeCache(str(cache_dir))) == expected
+    assert len(calls) == len(first)  # the other version's entries were not loaded
+    assert all(name.startswith("jinja2-3.9.0-") for name in entries(cache_dir))
+    assert len(os.listdir(cache_dir)) == 2 * len(first)
 
 
 def test_a_changed_template_is_compiled_afresh(templates, tmp_path, monkeypatch):
