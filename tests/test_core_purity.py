@@ -26,7 +26,6 @@ EDGES = {
     "submit/follow.py": "follows a job to its end (squeue/sacct through the Slurm port, a live line)",
     "submit/templates.py": "finds the batch templates beside the package or under the install prefix",
     "submit/template_cache.py": "Jinja2's bytecode cache in the per-user cache",
-    "submit/private_files.py": "the per-user cache directory (owner and mode checked)",
     "node/entry.py": "one node-hook run in this process: alarm, stdio, the runner",
     "node/runner.py": "the Prolog/Epilog/TaskProlog runner: settings, state files, drain through scontrol",
     "node/steps.py": "the hooks' steps: leftover kill, health, job map, NVML accounting",

@@ -258,13 +258,6 @@ def node_types_for(policy: Any, decision: Any) -> list[Any]:
     return out
 
 
-def _cache_dir(env: Mapping[str, str]) -> str:
-    """The user's cache directory (slurm_gpu/adapters/cache.py: the one resolver), for the template caches."""
-    from slurm_gpu.adapters.cache import user_cache_dir
-
-    return user_cache_dir(env) or "/tmp/.cache/slurm-gpu"
-
-
 def _topology_key(path: str) -> str:
     """The descriptor and every file beside it (the captures it names), by path, size and mtime."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
@@ -400,16 +393,17 @@ def recorded_checkpoint_cost(workdir: str) -> tuple[float, str] | None:
 
 def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None,
                     checkpoint: CheckpointSettings | None = None) -> RenderedScript:
-    """The rendered job; with ``env``, the compiled templates come from the user's cache (when it is
-    private); ``checkpoint``: the protocol's settings (checkpoint_settings) or None."""
+    """The rendered job; with ``env``, the compiled templates come from the user's cache
+    (slurm_gpu/adapters/cache.py); ``checkpoint``: the protocol's settings (checkpoint_settings) or None."""
     from slurm_gpu.render.script import payload_of, render_script
     from slurm_gpu.submit.templates import default_template_dir
 
     cache = None
     if env is not None:
+        from slurm_gpu.adapters.cache import user_cache_dir
         from slurm_gpu.submit.template_cache import bytecode_cache
 
-        cache = bytecode_cache(os.path.join(_cache_dir(env), "templates"))
+        cache = bytecode_cache(user_cache_dir(env))
     return render_script(prep.submission, prep.decision, prep.plan, prep.spelling,
                          payload_of(prep.submission, prep.script_text), template_dir=default_template_dir(),
                          component_decisions=prep.component_decisions, bytecode_cache=cache,

@@ -75,12 +75,6 @@ EXCEPTIONS = {
                                              "daemon's stderr: no name anyone can reach",
     ("policy/schema.py", "open for writing"): "the developer's generator (`python -m slurm_gpu.policy.schema "
                                               "--write`) of the shipped schema in the source tree",
-    # The template caches are being rewritten on Jinja2's supported API (issue 23, item 3): they move to
-    # adapters/cache.py there (/work/coord/fs-api.md).
-    ("submit/private_files.py", "os.makedirs"): "the per-user template cache directory, until the renderer's rewrite",
-    ("submit/private_files.py", "os.replace"): "the per-user template cache entries, until the renderer's rewrite",
-    ("submit/private_files.py", "os.open O_CREAT"): "the per-user template cache entries (O_EXCL|O_NOFOLLOW), "
-                                                    "until the renderer's rewrite",
 }
 
 

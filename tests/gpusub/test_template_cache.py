@@ -10,13 +10,13 @@ import shutil
 import jinja2
 import pytest
 
+from slurm_gpu.adapters.cache import Cache
 from slurm_gpu.placement.plan import BindingPlan
 from slurm_gpu.render.script import Payload, render_script
 from slurm_gpu.request import Decision
 from slurm_gpu.slurm.release import spelling_for
 from slurm_gpu.slurm.sbatch.parse import parse_submission
-from slurm_gpu.submit.private_files import read_private
-from slurm_gpu.submit.template_cache import PrivateBytecodeCache, entry_prefix
+from slurm_gpu.submit.template_cache import ENTRY_PREFIX, MAX_ENTRY, PrivateBytecodeCache
 from slurm_gpu.submit.templates import default_template_dir
 
 SUB = parse_submission(["--gres=gpu:h100:2", "-J", "t", "train.sh", "a b"], {}, None)
@@ -54,7 +54,7 @@ def compiles(monkeypatch):
 
 
 def entries(directory):
-    return sorted(p for p in os.listdir(directory) if p.startswith(entry_prefix()))
+    return sorted(p for p in os.listdir(directory) if p.startswith(ENTRY_PREFIX))
 
 
 def test_cached_templates_render_the_same_text_without_compiling(templates, tmp_path, monkeypatch):
@@ -73,13 +73,14 @@ def test_entries_are_keyed_by_the_jinja2_that_compiled_them(templates, tmp_path,
     cache_dir = tmp_path / "cache"
     expected = render(templates, PrivateBytecodeCache(str(cache_dir)))
     first = entries(cache_dir)
-    assert first and all(name.startswith(f"jinja2-{jinja2.__version__}-") for name in first)
+    assert first and all(f"jinja2={jinja2.__version__} ".encode() in (cache_dir / n).read_bytes().split(b"\n")[0]
+                         for n in first)
     monkeypatch.setattr(jinja2, "__version__", "3.9.0")  # as if another Jinja2 were installed
     calls = compiles(monkeypatch)
     assert render(templates, PrivateBytecodeCache(str(cache_dir))) == expected
     assert len(calls) == len(first)  # the other version's entries were not loaded
-    assert all(name.startswith("jinja2-3.9.0-") for name in entries(cache_dir))
-    assert len(os.listdir(cache_dir)) == 2 * len(first)
+    assert entries(cache_dir) == first  # rewritten in place, for the Jinja2 now installed
+    assert all(b"jinja2=3.9.0 " in (cache_dir / n).read_bytes().split(b"\n")[0] for n in first)
 
 
 def test_a_changed_template_is_compiled_afresh(templates, tmp_path, monkeypatch):
@@ -97,17 +98,21 @@ def test_a_changed_template_is_compiled_afresh(templates, tmp_path, monkeypatch)
 def test_an_entry_that_is_not_private_is_never_loaded(templates, tmp_path, monkeypatch, spoil):
     cache_dir = tmp_path / "cache"
     expected = render(templates, PrivateBytecodeCache(str(cache_dir)))
+    store = Cache(str(cache_dir), MAX_ENTRY)
     for name in entries(cache_dir):
         entry = cache_dir / name
+        line = entry.read_bytes().split(b"\n", 1)[0]
+        key = line.split(b" ", 3)[3].decode()  # slurm-gpu-cache FORMAT VERSION KEY
+        assert store.get(name, key) is not None  # a good entry, before it is spoiled
         if spoil == "group-writable":
-            entry.write_bytes(b"not jinja2 bytecode")  # would fail to load if it were read
+            entry.write_bytes(line + b"\nnot jinja2 bytecode")  # would fail to load if it were read
             os.chmod(entry, 0o620)
         elif spoil == "symlink":
             os.rename(entry, tmp_path / name)
             os.symlink(tmp_path / name, entry)
         else:
             os.link(entry, tmp_path / name)
-        assert read_private(str(entry)) is None
+        assert store.get(name, key) is None
     calls = compiles(monkeypatch)
     assert render(templates, PrivateBytecodeCache(str(cache_dir))) == expected
     assert len(calls) == len(entries(cache_dir))  # every template compiled again, none loaded
@@ -118,7 +123,6 @@ def test_a_cache_directory_others_can_write_is_not_used(templates, tmp_path, mon
     cache_dir.mkdir()
     os.chmod(cache_dir, 0o777)
     cache = PrivateBytecodeCache(str(cache_dir))
-    assert not cache.usable
     assert render(templates, cache) == render(templates)
     assert entries(cache_dir) == []
 

@@ -47,8 +47,8 @@ def test_cold_and_warm_give_the_golden_text(name: str, version: str, tmp_path, m
 
     _fresh_process_state()
     assert as_golden(render_prepared(prep, env)) == golden  # cold: compiled, and the entries written
-    cache_dir = tmp_path / "slurm-gpu" / "templates"
-    written = [n for n in os.listdir(cache_dir) if n.startswith(template_cache.entry_prefix())]
+    cache_dir = tmp_path / "slurm-gpu"
+    written = [n for n in os.listdir(cache_dir) if n.startswith(template_cache.ENTRY_PREFIX)]
     assert len(written) == len([n for n in os.listdir(script.SOURCE_TEMPLATE_DIR) if n.endswith(".j2")])
 
     compiled = []
