@@ -352,7 +352,7 @@ def node_problems(slurm_conf: str) -> dict[str, str]:
     return bad
 
 
-HOOK_LINE = re.compile(r"^\S+ slurm-gpu-(prolog|epilog)\[\d+\]: job (\d+): ")
+HOOK_LINE = re.compile(r"^\S+ slurm-gpu-(prolog|epilog)\[[0-9]+\]: job ([0-9]+): ")
 
 
 def hooked_jobs(lab_dir: str) -> dict[str, set[int]]:
