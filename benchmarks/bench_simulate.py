@@ -63,9 +63,10 @@ defaults: {{cpus_per_gpu: 8, max_requeues: 3}}
 SIZES = ((1, 0.55), (2, 0.12), (4, 0.13), (8, 0.15), (16, 0.03), (32, 0.015), (64, 0.005))
 
 
-def synth(jobs: int, gpus: int, load: float, seed: int = 14) -> list[str]:
+def synth(jobs: int, gpus: int, load: float, seed: int = 14,
+          shapes_of: tuple[tuple[int, float], ...] = SIZES) -> list[str]:
     rng = random.Random(seed)
-    sizes, weights = zip(*SIZES, strict=True)
+    sizes, weights = zip(*shapes_of, strict=True)
     median, sigma = 1800.0, 1.5
     shapes = [(rng.choices(sizes, weights)[0],
                int(min(2 * 86400, max(60, rng.lognormvariate(math.log(median), sigma))))) for _ in range(jobs)]

@@ -55,11 +55,14 @@ import click
 @click.option("--compress", "factor", type=click.FloatRange(min=1), default=15.0, show_default=True,
               help="Replay: the time compression (submit and run times divided by it; limits in whole minutes).")
 @click.option("--lab-user", default="labuser", show_default=True, help="Replay: the user who submits.")
+@click.option("--progress/--no-progress", default=None,
+              help="A progress line on stderr every few seconds (default: when stderr is a terminal).")
 def simulate(policies: tuple[str, ...], trace: str | None, fmt: str | None, out_dir: str, no_backfill: bool,
              bf_window: str, bf_interval: str, bf_max_job_test: int, preempt_type: str, ckpt_interval: str,
              fairshare_weight: int, fairshare: str, shares: str, billing_weights: str, max_tres: bool,
              allocator: str, sweep: str | None, workload: str | None, n_jobs: int, seed: int,
-             replay_in_lab: bool, replay_from: str | None, factor: float, lab_user: str) -> None:
+             replay_in_lab: bool, replay_from: str | None, factor: float, lab_user: str,
+             progress: bool | None) -> None:
     """Replay a job trace through one or more site policies and Slurm's scheduler model."""
     from slurm_gpu.errors import SlurmGpuError
 
@@ -106,6 +109,8 @@ def simulate(policies: tuple[str, ...], trace: str | None, fmt: str | None, out_
         swept = parse_sweep(sweep) if sweep else None
     except SettingError as exc:
         raise click.UsageError(str(exc)) from None
+    if progress is None:
+        progress = sys.stderr.isatty()
     try:
         if workload is not None:
             trace = _write_workload(policies[0], workload, n_jobs, seed, out_dir)
@@ -114,9 +119,9 @@ def simulate(policies: tuple[str, ...], trace: str | None, fmt: str | None, out_
         if swept is None:
             from slurm_gpu.sim.run_files import run
 
-            click.echo(run(list(policies), trace, out_dir, params, fmt), nl=False)
+            click.echo(run(list(policies), trace, out_dir, params, fmt, progress), nl=False)
         else:
-            click.echo(_sweep(list(policies), trace, out_dir, params, fmt, swept), nl=False)
+            click.echo(_sweep(list(policies), trace, out_dir, params, fmt, swept, progress), nl=False)
     except SlurmGpuError as exc:
         click.echo(f"slurm-gpu simulate: {str(exc).splitlines()[0]}", err=True)
         sys.exit(exc.exit_code)
@@ -144,7 +149,7 @@ def _write_workload(policy_path: str, name: str, jobs: int, seed: int, out_dir: 
 
 
 def _sweep(policies: list[str], trace: str, out_dir: str, params: object, fmt: str | None,
-           swept: tuple[str, str, list[tuple[str, object]]]) -> str:
+           swept: tuple[str, str, list[tuple[str, object]]], progress: bool = False) -> str:
     """One simulation per value into DIR/PARAM=VALUE/; DIR/sweep.csv (a row per value and policy); the table."""
     import json
     from pathlib import Path
@@ -159,7 +164,7 @@ def _sweep(policies: list[str], trace: str, out_dir: str, params: object, fmt: s
     for text, value in values:
         where = Path(out_dir) / f"{name}={text}"
         changed = params._replace(**{field: value})  # type: ignore[arg-type]
-        run(policies, trace, str(where), changed, fmt)
+        run(policies, trace, str(where), changed, fmt, progress)
         found = [where / "summary.json"] if len(policies) == 1 else sorted(where.glob("*/summary.json"))
         for f in found:
             rows.append(sweep_row(name, text, json.loads(f.read_text(encoding="utf-8"))))

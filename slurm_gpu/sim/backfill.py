@@ -16,16 +16,17 @@ now on a split GPU whose planned end covers its limit without taking a GPU.
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Iterable
+from itertools import accumulate, islice
 
 from slurm_gpu.sim.cluster import Cluster
 from slurm_gpu.sim.params import NO_LIMIT_S, Params, SimJob
 
 
 class Plan:
-    __slots__ = ("now", "total", "used", "rel", "res", "slot_end", "_ready", "_sorted", "_next", "whole", "grid",
-                 "clock0")
+    __slots__ = ("now", "total", "used", "rel", "res", "slot_end", "_ready", "_sorted", "_next", "_steps", "whole",
+                 "grid", "clock0")
 
     def __init__(self, now: int, cluster: Cluster, running: Iterable[SimJob], params: Params | None = None) -> None:
         self.now = now
@@ -54,6 +55,9 @@ class Plan:
         # node -> (units, length) -> (after, node_earliest's answer): the answer stands for any later
         # `after` up to it, until the node's plan changes
         self._next: list[dict[tuple[int, int], tuple[int, int | None]]] = [{} for _ in self.total]
+        # node -> (times where its use changes, sorted; its use from each of them on), for nodes with
+        # reservations; made when first needed, dropped when the node's plan changes
+        self._steps: dict[int, tuple[list[int], list[int]]] = {}
 
     def ready(self, i: int, units: int) -> int:
         """The earliest time node ``i`` has ``units`` GPUs free, counting releases only (a lower bound
@@ -73,24 +77,47 @@ class Plan:
             cache[units] = t
         return t
 
+    def steps(self, i: int) -> tuple[list[int], list[int]]:
+        """Node ``i``'s use as a step function: the times where it changes (planned releases, reservations'
+        starts and ends), sorted, and the GPUs in use from each of them to the next (before the first:
+        ``used``)."""
+        got = self._steps.get(i)
+        if got is None:
+            delta: dict[int, int] = {}
+            for end, g in self.rel[i]:
+                delta[end] = delta.get(end, 0) - g
+            for s, e, g in self.res[i]:
+                delta[s] = delta.get(s, 0) + g
+                delta[e] = delta.get(e, 0) - g
+            times = sorted(delta)
+            got = self._steps[i] = (times, list(accumulate((delta[t] for t in times), initial=self.used[i]))[1:])
+        return got
+
     def usage(self, i: int, t: int) -> int:
-        u = self.used[i]
-        for end, g in self.rel[i]:
-            if end <= t:
-                u -= g
-        for s, e, g in self.res[i]:
-            if s <= t < e:
-                u += g
-        return u
+        if not self.res[i]:
+            u = self.used[i]
+            for end, g in self.rel[i]:
+                if end <= t:
+                    u -= g
+            return u
+        times, level = self.steps(i)
+        k = bisect_right(times, t)
+        return level[k - 1] if k else self.used[i]
 
     def fits(self, i: int, start: int, length: int, units: int) -> bool:
+        """Whether node ``i`` has ``units`` GPUs free from ``start`` for ``length`` seconds (its use at
+        ``start`` and at every change before the end: only reservations' starts raise it)."""
         if not self.res[i]:  # releases only: usage falls with time, so ready() decides
             return self.ready(i, units) <= start
         cap = self.total[i] - units
-        if cap < 0 or self.usage(i, start) > cap:
+        if cap < 0:
             return False
-        end = start + length
-        return all(self.usage(i, s) <= cap for s, _e, _g in self.res[i] if start < s < end)
+        times, level = self.steps(i)
+        k = bisect_right(times, start)
+        if (level[k - 1] if k else self.used[i]) > cap:
+            return False
+        m = bisect_left(times, start + length, lo=k)
+        return m <= k or max(level[k:m]) <= cap
 
     def node_earliest(self, i: int, units: int, length: int, horizon: int, after: int = 0) -> int | None:
         """The earliest time (<= horizon) node ``i`` fits ``units`` GPUs for ``length`` seconds: tried
@@ -110,16 +137,27 @@ class Plan:
         return found
 
     def _node_earliest(self, i: int, r: int, units: int, length: int, horizon: int) -> int | None:
-        res = self.res[i]
-        cands = {r}
-        cands.update(e for e, _g in self.rel[i] if e > r)
-        cands.update(s for s, _e, _g in res if s > r)
-        cands.update(e for _s, e, _g in res if e > r)
-        for c in sorted(cands):
-            if c > horizon:
-                break
-            if self.fits(i, c, length, units):
-                return c
+        """The first of ``r`` and the node's later changes (in time order, up to ``horizon``) where it
+        fits: a change inside the window that goes over the cap rules out every start up to it, so the
+        next one tried is the change after it (each change is looked at about once)."""
+        cap = self.total[i] - units
+        if cap < 0:
+            return None
+        times, level = self.steps(i)
+        n = len(times)
+        c, k = r, bisect_right(times, r)  # k: the first change after c
+        while c <= horizon:
+            if (level[k - 1] if k else self.used[i]) <= cap:
+                end = c + length
+                j = k
+                while j < n and times[j] < end and level[j] <= cap:
+                    j += 1
+                if j >= n or times[j] >= end:
+                    return c
+                k = j + 1  # times[j] is over the cap and inside [c, end)
+            if k >= n:
+                return None
+            c, k = times[k], k + 1
         return None
 
     def earliest(self, group: tuple[int, ...], nodes: int, units: int, length: int,
@@ -182,26 +220,63 @@ class Plan:
         for i in chosen:
             self._next[i].clear()
             if start <= self.now:
+                self._step(i, None, end, units)
                 self.used[i] += units
                 insort(self.rel[i], (end, units))
                 self._ready[i].clear()
                 self._sorted.clear()
             elif end > start:
-                self.res[i].append((start, end, self.total[i] if self.whole else units))
+                g = self.total[i] if self.whole else units
+                self._step(i, start, end, g)
+                self.res[i].append((start, end, g))
+
+    def _step(self, i: int, start: int | None, end: int, g: int) -> None:
+        """Add ``g`` GPUs in use from ``start`` (None: from now on, a start) to ``end`` to node ``i``'s
+        step function, when it has been made."""
+        got = self._steps.get(i)
+        if got is None:
+            return
+        times, level = got
+        for t in (start, end):
+            if t is None:
+                continue
+            k = bisect_left(times, t)
+            if k == len(times) or times[k] != t:
+                times.insert(k, t)
+                level.insert(k, level[k - 1] if k else self.used[i])
+        a = 0 if start is None else bisect_left(times, start)
+        for k in range(a, bisect_left(times, end)):
+            level[k] += g
 
 
-def backfill_pass(now: int, pending: list[SimJob], cluster: Cluster, running: Iterable[SimJob],
+def backfill_pass(now: int, pending: Iterable[SimJob], cluster: Cluster, running: Iterable[SimJob],
                   params: Params, start: Callable[[SimJob, list[int]], None],
-                  under_limit: Callable[[SimJob], bool] | None = None) -> int:
-    """One backfill pass over ``pending`` (in priority order); returns the number of jobs started. A job
-    over a per-user limit (``under_limit`` false) is skipped and reserves nothing."""
+                  under_limit: Callable[[SimJob], bool] | None = None,
+                  smallest: tuple[int, int] = (0, 0)) -> int:
+    """One backfill pass over the first ``bf_max_job_test`` of ``pending`` (in priority order); returns the
+    number of jobs started. A job over a per-user limit (``under_limit`` false) is skipped and reserves
+    nothing. ``smallest``: at most the fewest GPUs per node and the shortest time limit of any pending
+    job; once no node can start a job that small now, the pass stops (only starts outlive a pass; the
+    reservations of the jobs after that could not change any)."""
     plan = Plan(now, cluster, running, params)
     horizon = now + params.bf_window_s
     started = 0
+    # Whether a job could still start now: some node fits the smallest shape now (a node that does not
+    # never will again in this pass: the plan only fills), or a split MIG GPU has free slices.
+    least_units, least_length = smallest
+    mig_room = any(f > 0 for slots in cluster.slots for f in slots.values())
+    open_nodes = [i for i in range(len(plan.total)) if plan.usage(i, now) <= plan.total[i] - least_units]
+    stale = True  # the last open node may no longer fit (checked before the next job)
     # The plan only fills up during a pass: a job of the same shape as one tested before cannot fit
     # earlier than that one did (nor at all, when that one did not fit within the window).
     lower: dict[tuple[str, str | None, int, int, int, int], int] = {}
-    for job in pending[: params.bf_max_job_test]:
+    for job in islice(pending, params.bf_max_job_test):
+        if stale and not mig_room:
+            while open_nodes and not plan.fits(open_nodes[-1], now, least_length, least_units):
+                open_nodes.pop()
+            if not open_nodes:
+                break
+            stale = False
         if job.state != "PENDING" or (under_limit is not None and not under_limit(job)):
             continue
         group = cluster.group(job.partition, job.gpu_type)
@@ -232,4 +307,7 @@ def backfill_pass(now: int, pending: list[SimJob], cluster: Cluster, running: It
             plan.hold(chosen, now, length, units)
         else:
             plan.hold(nodes, t, length, units)
+            chosen = nodes
+        if open_nodes and open_nodes[-1] in chosen:
+            stale = True
     return started

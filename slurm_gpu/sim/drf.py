@@ -14,7 +14,7 @@ within a tier. The main scheduler and backfill then run on this order as they do
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from slurm_gpu.sim.params import SimJob
 
@@ -38,31 +38,54 @@ def drf_order(pending: Sequence[SimJob], in_use: Mapping[str, Sequence[float]], 
               weights: Mapping[str, float] | None = None) -> list[SimJob]:
     """``pending`` in DRF order (per partition tier, highest first). ``in_use``: each account's running
     (GPUs, CPUs, memory)."""
-    weights = weights or {}
     tiers: dict[int, dict[str, list[SimJob]]] = {}
     for job in pending:
         tiers.setdefault(job.tier, {}).setdefault(entity(job), []).append(job)
-    out: list[SimJob] = []
-    for tier in sorted(tiers, reverse=True):
-        queues = tiers[tier]
-        use: dict[str, list[float]] = {}
-        heap: list[tuple[float, int, int, str]] = []
-        for name, jobs in queues.items():
+    for queues in tiers.values():
+        for jobs in queues.values():
             jobs.sort(key=lambda j: (j.submit, j.idx))
-            use[name] = list(in_use.get(name, (0.0, 0.0, 0.0)))
-            first = jobs[0]
-            heap.append((dominant_share(use[name], capacity, weights.get(name, 1.0)), first.submit, first.idx, name))
-        heapq.heapify(heap)
-        pos = dict.fromkeys(queues, 0)
-        while heap:
-            _, _, _, name = heapq.heappop(heap)
-            job = queues[name][pos[name]]
-            out.append(job)
-            pos[name] += 1
-            u = use[name]
-            for k, d in enumerate(demand(job)):
-                u[k] += d
-            if pos[name] < len(queues[name]):
-                nxt = queues[name][pos[name]]
-                heapq.heappush(heap, (dominant_share(u, capacity, weights.get(name, 1.0)), nxt.submit, nxt.idx, name))
-    return out
+    return list(drf_iter(tiers, in_use, capacity, weights))
+
+
+def drf_iter(tiers: Mapping[int, Mapping[str, Sequence[SimJob]]], in_use: Mapping[str, Sequence[float]],
+             capacity: Demand, weights: Mapping[str, float] | None = None) -> Iterator[SimJob]:
+    """The DRF order, lazily: ``tiers`` maps a partition tier to each account's pending jobs, oldest first
+    (submit, then trace order). ``in_use`` is read now (the jobs started while the order is read do not
+    change it)."""
+    snapshot = use_snapshot(tiers, in_use)
+    return (job for tier in sorted(tiers, reverse=True)
+            for job in fill_tier(tiers[tier], snapshot, capacity, weights or {}))
+
+
+def use_snapshot(tiers: Mapping[int, Mapping[str, Sequence[SimJob]]],
+                 in_use: Mapping[str, Sequence[float]]) -> dict[str, tuple[float, ...]]:
+    """The running (GPUs, CPUs, memory) of the accounts with pending jobs, as of now."""
+    return {name: tuple(u) for queues in tiers.values() for name in queues if (u := in_use.get(name)) is not None}
+
+
+def fill_tier(queues: Mapping[str, Sequence[SimJob]], in_use: Mapping[str, Sequence[float]],
+              capacity: Demand, weights: Mapping[str, float]) -> Iterator[SimJob]:
+    """Progressive filling of one tier: the account with the lowest dominant share (ties: the older job)
+    gives its oldest job, whose demand is added to the account's share; each tier starts from ``in_use``."""
+    use: dict[str, list[float]] = {}
+    heap: list[tuple[float, int, int, str]] = []
+    for name, jobs in queues.items():
+        if not jobs:
+            continue
+        use[name] = list(in_use.get(name, (0.0, 0.0, 0.0)))
+        first = jobs[0]
+        heap.append((dominant_share(use[name], capacity, weights.get(name, 1.0)), first.submit, first.idx, name))
+    heapq.heapify(heap)
+    pos = dict.fromkeys(queues, 0)
+    while heap:
+        _, _, _, name = heapq.heappop(heap)
+        jobs = queues[name]
+        job = jobs[pos[name]]
+        yield job
+        pos[name] += 1
+        u = use[name]
+        for k, d in enumerate(demand(job)):
+            u[k] += d
+        if pos[name] < len(jobs):
+            nxt = jobs[pos[name]]
+            heapq.heappush(heap, (dominant_share(u, capacity, weights.get(name, 1.0)), nxt.submit, nxt.idx, name))

@@ -11,20 +11,25 @@ run's GPUs are free ``release_s`` after its end (Slurm's COMPLETING; 0 by defaul
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import Protocol
 
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.policy.model import Policy
 from slurm_gpu.sim.backfill import backfill_pass
 from slurm_gpu.sim.cluster import MIG_SLICES, Cluster
-from slurm_gpu.sim.drf import demand, drf_order
+from slurm_gpu.sim.drf import demand
 from slurm_gpu.sim.params import Params, SimJob
-from slurm_gpu.sim.priority import Prioritiser, assoc_of, order_key
+from slurm_gpu.sim.priority import Prioritiser, assoc_of
+from slurm_gpu.sim.queue import Queue
 from slurm_gpu.sim.routing import Route, Router
 from slurm_gpu.sim.scheduler import main_pass
 from slurm_gpu.sim.traces import Trace, TraceJob
 
 END, PREEMPT_END, SUBMIT, BACKFILL = 0, 1, 2, 3
+
+
+Progress = Callable[[int, int, int, int], None]
 
 
 class Routes(Protocol):
@@ -38,7 +43,7 @@ class Result(NamedTuple):
     gpus: int  # GPUs of the cluster
     begin: int  # first submit
     finish: int  # last end
-    passes: int  # main and backfill passes run
+    passes: int  # main and backfill passes (a main pass with nothing changed since the last is counted, not run)
     # (time, GPUs in use, nodes per count of free whole GPUs (index = free GPUs)), every PriorityCalcPeriod
     samples: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
     prices: tuple[tuple[str, float], ...] = ()  # the policy's price per GPU-hour per GPU type
@@ -74,15 +79,17 @@ class Engine:
         self.seq = 0
         self.now = 0
         self.jobs: list[SimJob] = []
-        self.pending: list[SimJob] = []
+        self.pending: Queue | None = None  # made when the run starts (it needs the priorities)
         self.running: dict[int, SimJob] = {}
         self.preemptor: dict[int, SimJob] = {}
         # running jobs that some job may preempt (a preemptible partition, or a QOS some QOS preempts)
         self.victims: dict[int, SimJob] = {}
         self.preemptable_qos = {name for q in policy.qos for name in q.preempts}
-        self.changed = False
+        self.changed = False  # since the last backfill pass
+        self.dirty = True  # since the last main pass (one with nothing changed since would find nothing)
         self.bf_due: int | None = None
         self.passes = 0
+        self.started = 0  # jobs started at least once
         self.finish = 0
         self.prio: Prioritiser | None = None
         # QOS MaxTRESPerUser=gres/gpu (AccountingStorageEnforce=limits,qos): GPUs running per (QOS, user)
@@ -114,6 +121,7 @@ class Engine:
         job.ran_type = self.cluster.gpu_types[chosen[0]] if chosen else job.gpu_type
         if job.first_start is None:
             job.first_start = now
+            self.started += 1
         job.state = "RUNNING"
         job.run += 1
         if job.qos in self.user_max:
@@ -122,6 +130,8 @@ class Engine:
         length = job.work if job.limit is None else min(job.work, job.limit)
         job.end = now + length
         self.running[job.idx] = job
+        if self.pending is not None:
+            self.pending.remove(job)
         if self.params.allocator == "drf":
             u = self.in_use.setdefault(job.account or "", [0.0, 0.0, 0.0])
             for k, d in enumerate(demand(job)):
@@ -129,7 +139,7 @@ class Engine:
         if job.preemptible or job.qos in self.preemptable_qos:
             self.victims[job.idx] = job
         self.push(job.end + self.params.release_s, END, job.idx, job.run)
-        self.changed = True
+        self.changed = self.dirty = True
 
     def preempt(self, job: SimJob, victims: list[SimJob]) -> None:
         for v in victims:
@@ -138,6 +148,7 @@ class Engine:
             self.push(v.end + self.params.release_s, PREEMPT_END, v.idx, v.run)
             self.preemptor[v.idx] = job
             job.waiting += 1
+        self.dirty = True
 
     def _stop(self, job: SimJob) -> int:
         """Free the run's GPUs; returns its seconds."""
@@ -162,7 +173,7 @@ class Engine:
         if by is not None:
             by.waiting -= 1
         self.finish = max(self.finish, ended)
-        self.changed = True
+        self.changed = self.dirty = True
         return ran
 
     def on_end(self, job: SimJob) -> None:
@@ -181,15 +192,16 @@ class Engine:
             job.requeues += 1
             job.state = "PENDING"
             job.eligible = self.now
-            assert self.prio is not None
-            job.prio = self.prio.compute(job, self.now)
-            self.pending.append(job)
+            assert self.pending is not None
+            self.pending.add(job, self.now)
         else:
             job.state = "PREEMPTED"
 
     # ---- the loop ----
 
-    def run(self, trace: Trace, router: Routes | None = None) -> Result:
+    def run(self, trace: Trace, router: Routes | None = None, progress: Progress | None = None) -> Result:
+        """Simulate the trace. ``progress``: called every 1,024 event times with (simulated seconds since the
+        first submit, jobs started at least once, jobs, jobs pending)."""
         router = router or Router(self.policy)
         rejected: list[tuple[TraceJob, str]] = []
         for tj in trace.jobs:
@@ -206,9 +218,12 @@ class Engine:
                                 max((x.priority_tier for x in self.policy.partitions), default=1),
                                 {assoc_of(j) for j in self.jobs})
         weights = {a: self.prio.tree.entitlement(a) for a in {j.account or "" for j in self.jobs}} if p.shares else None
+        pending = self.pending = Queue(self.prio, p, drf=p.allocator == "drf")
+        limit = self.under_limit if self.user_max else None
         begin = min((j.submit for j in self.jobs), default=0)
-        next_calc = begin
+        next_calc = next_full = begin
         heap = self.heap
+        loops = 0
         while heap:
             self.now = now = heap[0][0]
             backfill_now = False
@@ -219,9 +234,8 @@ class Engine:
                     continue
                 job = self.jobs[idx]
                 if kind == SUBMIT:
-                    job.prio = self.prio.compute(job, now)
-                    self.pending.append(job)
-                    self.changed = True
+                    pending.add(job, now)
+                    self.changed = self.dirty = True
                 elif job.run == run and job.state in ("RUNNING", "PREEMPTING"):
                     if kind == END:
                         self.on_end(job)
@@ -230,31 +244,34 @@ class Engine:
             if now >= next_calc:
                 self.prio.recompute(now)
                 self.sample(now)
-                for job in self.pending:
-                    job.prio = self.prio.compute(job, now)
+                pending.recompute(now)
+                self.dirty = True
                 next_calc = now - (now - begin) % p.calc_period_s + p.calc_period_s
-            if self.pending:
-                if p.allocator == "drf":
-                    self.pending = drf_order(self.pending, self.in_use, self.capacity, weights)
-                else:
-                    self.pending.sort(key=order_key)
+            if pending:
+                order = pending.view(self.in_use, self.capacity, weights)
+                full = p.sched_interval_s > 0 and now >= next_full
+                if full:
+                    next_full = now - (now - begin) % p.sched_interval_s + p.sched_interval_s
                 self.passes += 1
-                if main_pass(self.pending, self.cluster, p, self.victims.values(), self.start, self.preempt,
-                             self.under_limit if self.user_max else None):
-                    self.pending = [j for j in self.pending if j.state == "PENDING"]
+                if self.dirty or full:
+                    self.dirty = False
+                    main_pass(order, self.cluster, p, self.victims.values(), self.start, self.preempt, limit,
+                              pending.partitions(), None if full else p.default_queue_depth)
             if backfill_now:
                 self.bf_due = None
-                if self.pending and self.changed:
+                if pending and self.changed:
                     self.changed = False
                     self.passes += 1
-                    if backfill_pass(now, self.pending, self.cluster, list(self.running.values()), p, self.start,
-                                     self.under_limit if self.user_max else None):
-                        self.pending = [j for j in self.pending if j.state == "PENDING"]
-            if p.backfill and self.pending and self.changed and self.bf_due is None:
+                    backfill_pass(now, order, self.cluster, list(self.running.values()), p, self.start, limit,
+                                  pending.smallest())
+            if p.backfill and pending and self.changed and self.bf_due is None:
                 self.bf_due = now + (-(now - begin)) % p.bf_interval_s
                 if self.bf_due == now and backfill_now:
                     self.bf_due += p.bf_interval_s
                 self.push(self.bf_due, BACKFILL)
+            loops += 1
+            if progress is not None and not loops & 1023:
+                progress(now - begin, self.started, len(self.jobs), len(pending))
         self.sample(max(self.now, self.finish))
         accounts = sorted({j.account or "" for j in self.jobs})
         return Result(tuple(self.jobs), tuple(rejected), trace.skipped, self.cluster.gpus, begin, self.finish,
@@ -272,8 +289,9 @@ class Engine:
         self.samples.append((now, self.cluster.used_gpus(), tuple(hist)))
 
 
-def simulate(trace: Trace, policy: Policy, params: Params | None = None, router: Routes | None = None) -> Result:
+def simulate(trace: Trace, policy: Policy, params: Params | None = None, router: Routes | None = None,
+             progress: Progress | None = None) -> Result:
     """Replay ``trace`` through ``policy`` and the scheduler model (pure: data in, data out). ``router``:
     the routes of the jobs when they are decided elsewhere (the lab replay routes the uncompressed
-    trace); default: the policy's classifier."""
-    return Engine(policy, params or Params()).run(trace, router)
+    trace); default: the policy's classifier. ``progress``: see :meth:`Engine.run`."""
+    return Engine(policy, params or Params()).run(trace, router, progress)

@@ -21,7 +21,12 @@ class Params(NamedTuple):
     backfill: bool = True  # SchedulerType=sched/backfill (False: sched/builtin, the main scheduler only)
     bf_window_s: int = 1440 * 60  # bf_window (minutes in slurm.conf)
     bf_interval_s: int = 30  # bf_interval
-    bf_max_job_test: int = 500  # bf_max_job_test
+    bf_max_job_test: int = 500  # bf_max_job_test: pending jobs one backfill pass tests (Slurm 22.05/24.11: 500)
+    # default_queue_depth: jobs an event-triggered main pass tests (Slurm's loop takes one more: job_depth++ > it)
+    default_queue_depth: int = 100
+    # sched_interval: the main pass tests the whole queue when this long has passed (at the first event at or
+    # after each multiple from the first submit); 0: never (every pass stops at default_queue_depth)
+    sched_interval_s: int = 60
     # sched/backfill (22.05) reserves a pending job's nodes whole (no lower job whose time limit overlaps
     # the reservation may use them, however many GPUs are left) from start to start + limit, both
     # rounded down to bf_resolution on the wall clock. The defaults reserve GPUs, to the second;
@@ -52,7 +57,7 @@ class SimJob:
     __slots__ = ("idx", "job_id", "user", "account", "job_class", "submit", "eligible", "work", "limit",
                  "partition", "qos", "gpu_type", "nodes", "per_node", "slices", "gpus", "tier", "qos_prio",
                  "preemptible", "preempts", "preempt_mode", "grace_s", "max_requeues",
-                 "prio", "start", "first_start", "end", "alloc", "state", "preempted", "requeues", "run",
+                 "prio", "prio_at", "start", "first_start", "end", "alloc", "state", "preempted", "requeues", "run",
                  "waiting", "victims", "gpu_s", "lost_gpu_s", "cpus", "mem_gb",
                  "ran_type")
 
@@ -77,6 +82,7 @@ class SimJob:
         self.grace_s = 0
         self.max_requeues = 0
         self.prio = 0.0
+        self.prio_at: int | None = None  # the recompute that ``prio`` dates from (None: its own time)
         self.start: int | None = None
         self.first_start: int | None = None
         self.end: int | None = None  # when this run ends (real duration, limit or preemption)

@@ -144,11 +144,26 @@ class Prioritiser:
             self.fairtree.decay_to(now)
             self.fairtree.recompute()
 
-    def compute(self, job: SimJob, now: int) -> float:
+    def entity(self, job: SimJob) -> str | Assoc | None:
+        """What the job's fair-share factor belongs to: its account (classic), its user association (Fair
+        Tree), or None (no fair share)."""
         if self.classic is not None:
-            fs = self.classic.factor(job.account)
-        elif self.fairtree is not None:
-            fs = self.fairtree.factor(assoc_of(job))
-        else:
-            fs = 0.0
+            return job.account or ""
+        if self.fairtree is not None:
+            return assoc_of(job)
+        return None
+
+    def factor(self, entity: str | Assoc | None) -> float:
+        """The fair-share factor of an :meth:`entity` as of now (classic: live; Fair Tree: the last ranks)."""
+        if self.classic is not None and isinstance(entity, str):
+            return self.classic.factor(entity)
+        if self.fairtree is not None and isinstance(entity, tuple):
+            return self.fairtree.factor(entity)
+        return 0.0
+
+    def at(self, job: SimJob, now: int, fs: float) -> float:
+        """The job's priority at ``now`` with the fair-share factor ``fs``."""
         return priority(self.params, now - job.eligible, job.qos_prio / self.max_qos, job.tier / self.max_tier, fs)
+
+    def compute(self, job: SimJob, now: int) -> float:
+        return self.at(job, now, self.factor(self.entity(job)))

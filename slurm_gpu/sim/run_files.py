@@ -16,6 +16,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from slurm_gpu.adapters import fs
@@ -42,8 +45,10 @@ def load_trace(path: str, fmt: str | None = None) -> Trace:
         raise UsageError(f"trace {path!r}: {exc.strerror}") from None
 
 
-def run(policies: list[str], trace_path: str, out_dir: str, params: Params, fmt: str | None = None) -> str:
-    """Simulate the trace under each policy; returns the text to print (the differences table)."""
+def run(policies: list[str], trace_path: str, out_dir: str, params: Params, fmt: str | None = None,
+        progress: bool = False) -> str:
+    """Simulate the trace under each policy; returns the text to print (the differences table).
+    ``progress``: a line on stderr every few seconds of a long run."""
     from slurm_gpu.policy.load import load_policy
     from slurm_gpu.sim.engine import simulate
     from slurm_gpu.sim.report import differences, jobs_csv, rejected_csv, summary
@@ -63,7 +68,7 @@ def run(policies: list[str], trace_path: str, out_dir: str, params: Params, fmt:
     out = Path(out_dir)
     summaries = []
     for name, pol in zip(names, loaded, strict=True):
-        result = simulate(trace, pol, params)
+        result = simulate(trace, pol, params, progress=progress_line(name) if progress else None)
         s = summary(result, name)
         s["params"] = dict(params._asdict())
         where = out if len(loaded) == 1 else out / name
@@ -76,6 +81,20 @@ def run(policies: list[str], trace_path: str, out_dir: str, params: Params, fmt:
         files["differences.txt"] = table
     write_files(out, files)
     return table
+
+
+def progress_line(name: str, every_s: float = 5.0) -> Callable[[int, int, int, int], None]:
+    """The engine's progress callback: at most one line per ``every_s`` seconds of wall time, on stderr."""
+    last = time.monotonic()
+
+    def report(simulated_s: int, started: int, jobs: int, pending: int) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= every_s:
+            last = now
+            print(f"slurm-gpu simulate: {name}: {started:,} of {jobs:,} jobs started, {pending:,} pending, "
+                  f"{simulated_s / 86400:,.1f} simulated days", file=sys.stderr, flush=True)
+    return report
 
 
 def write_files(where: Path, files: dict[str, str], sub: bool = False) -> None:

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The main scheduler (Slurm's ``schedule()``) and preemption.
 
-Main pass: pending jobs in order (partition PriorityTier, priority, submit); a job starts when its
+Main pass: pending jobs in order (partition PriorityTier, priority, submit), the first
+default_queue_depth + 1 of them (the whole queue once per sched_interval); a job starts when its
 nodes fit now (all its nodes at once: a gang start). When a job cannot start, its partition is
 blocked for the rest of the pass and its partition's nodes are withheld from lower jobs of other
 partitions (Slurm keeps lower jobs off the resources a higher job waits for; backfill may still use
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable
 
 from slurm_gpu.sim.cluster import Cluster
 from slurm_gpu.sim.params import Params, SimJob
+from slurm_gpu.sim.queue import View, scan
 
 
 def can_preempt(params: Params, job: SimJob, victim: SimJob) -> bool:
@@ -51,19 +53,25 @@ def choose_victims(params: Params, job: SimJob, cluster: Cluster, running: Itera
     return taken if fits else []
 
 
-def main_pass(pending: list[SimJob], cluster: Cluster, params: Params, running: Iterable[SimJob],
+def main_pass(pending: Iterable[SimJob], cluster: Cluster, params: Params, running: Iterable[SimJob],
               start: Callable[[SimJob, list[int]], None],
               preempt: Callable[[SimJob, list[SimJob]], None],
-              under_limit: Callable[[SimJob], bool] | None = None) -> int:
+              under_limit: Callable[[SimJob], bool] | None = None,
+              parts: set[str] | None = None, depth: int | None = None) -> int:
     """One pass of the main scheduler over ``pending`` (in order); returns the number of jobs started.
-    A job over a per-user limit (``under_limit`` false) is passed over without blocking anything."""
+    A job over a per-user limit (``under_limit`` false) is passed over without blocking anything.
+    ``parts``: the partitions of the pending jobs (default: read from ``pending``). ``depth``
+    (default_queue_depth): the pass stops after testing that many jobs and one more, as Slurm's loop
+    does (``job_depth++ > def_job_limit``: every job taken from the queue counts, blocked ones too);
+    None: the whole queue (sched_interval's full pass)."""
     blocked_parts: set[str] = set()
     withheld: set[int] = set()
     started = 0
-    parts = {j.partition for j in pending}
-    for job in pending:
-        if job.state != "PENDING" or job.partition in blocked_parts:
-            continue
+    if parts is None:
+        pending = list(pending)
+        parts = {j.partition for j in pending if j.state == "PENDING"}
+    jobs = pending.scan(blocked_parts, depth) if isinstance(pending, View) else scan(pending, blocked_parts, depth)
+    for job in jobs:
         if under_limit is not None and not under_limit(job):
             continue
         group = cluster.group(job.partition, job.gpu_type)

@@ -3,7 +3,8 @@
 with one row per value for DIR/sweep.csv (docs/simulate.md "Sweeps").
 
 Sweep names: Slurm's where Slurm has one -- ``bf_window`` (Slurm time, a bare number is minutes),
-``bf_interval`` (a bare number is seconds, as in slurm.conf), ``bf_max_job_test``, ``fairshare_weight``
+``bf_interval`` and ``sched_interval`` (a bare number is seconds, as in slurm.conf), ``bf_max_job_test``,
+``default_queue_depth``, ``fairshare_weight``
 (PriorityWeightFairshare), ``half_life`` (PriorityDecayHalfLife), ``calc_period`` (PriorityCalcPeriod),
 ``ckpt_interval``, ``fairshare`` (classic, fair-tree), ``allocator`` (priority, drf), ``preempt_type``,
 ``max_tres`` and ``backfill`` (true/false) -- or any integer field of :class:`~slurm_gpu.sim.params.Params`
@@ -64,6 +65,8 @@ ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
     "bf_window": ("bf_window_s", _seconds),
     "bf_interval": ("bf_interval_s", lambda t: _int(t) if is_digits(t) else _seconds(t)),
     "bf_max_job_test": ("bf_max_job_test", _int),
+    "default_queue_depth": ("default_queue_depth", _int),
+    "sched_interval": ("sched_interval_s", lambda t: _int(t) if is_digits(t) else _seconds(t)),
     "fairshare_weight": ("weight_fairshare", _int),
     "half_life": ("half_life_s", _seconds),
     "calc_period": ("calc_period_s", _seconds),

@@ -96,7 +96,8 @@ def params_from_conf(text: str, version: tuple[int, ...] = (22, 5)) -> Params:
     """The simulator's parameters for a slurm.conf (the lab's: slurm_gpu/lab/config.py). The mapping:
 
     - ``SchedulerType=sched/builtin`` -> no backfill; ``SchedulerParameters`` ``bf_interval`` (s),
-      ``bf_window`` (min), ``bf_max_job_test`` -> the same (Slurm's defaults 30 s, 1 day, 500 otherwise);
+      ``bf_window`` (min), ``bf_max_job_test``, ``default_queue_depth``, ``sched_interval`` (s) -> the
+      same (Slurm's defaults 30 s, 1 day, 500, 100, 60 s otherwise);
     - ``PriorityType``: ``priority/basic`` (the default before 23.11) -> every weight 0 (jobs in submit
       order within their partition's PriorityTier); ``priority/multifactor`` -> ``PriorityWeightAge,
       QOS, Partition, Fairshare``, ``PriorityMaxAge``, ``PriorityDecayHalfLife``, ``PriorityCalcPeriod``;
@@ -105,8 +106,8 @@ def params_from_conf(text: str, version: tuple[int, ...] = (22, 5)) -> Params:
       (default 60 s) -- ``bf_whole_nodes``, ``bf_resolution_s`` (``clock0_s``, the wall clock at time 0,
       is the caller's).
 
-    Not modelled: ``sched_interval`` (the simulated main scheduler runs at every event, as Slurm's does
-    on submissions and ends), ``batch_sched_delay``."""
+    Not modelled: ``batch_sched_delay`` (the simulated main scheduler runs at every event, as Slurm's does
+    on submissions and ends)."""
     from slurm_gpu.units import parse_time_seconds
 
     conf: dict[str, str] = {}
@@ -141,6 +142,10 @@ def params_from_conf(text: str, version: tuple[int, ...] = (22, 5)) -> Params:
         bf_window_s=whole(sched.get("bf_window", "1440"), "bf_window") * 60,
         bf_interval_s=whole(sched.get("bf_interval", "30"), "bf_interval"),
         bf_max_job_test=whole(sched.get("bf_max_job_test", "500"), "bf_max_job_test"),
+        default_queue_depth=whole(sched.get("default_queue_depth", "100"), "default_queue_depth"),
+        # sched_interval=-1 disables Slurm's periodic pass: no full-queue pass (0)
+        sched_interval_s=0 if sched.get("sched_interval", "").strip() == "-1"
+        else whole(sched.get("sched_interval", "60"), "sched_interval"),
         bf_whole_nodes=True, bf_resolution_s=whole(sched.get("bf_resolution", "60"), "bf_resolution"),
         weight_age=weight("age"), weight_qos=weight("qos"), weight_partition=weight("partition"),
         weight_fairshare=weight("fairshare"), max_age_s=secs("prioritymaxage", 7 * 86400, True),

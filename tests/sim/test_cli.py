@@ -7,6 +7,7 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from slurm_gpu.cli.main import cli
@@ -102,3 +103,32 @@ def test_the_csv_cell_rule() -> None:
     for value in ("-5", "+5", "-1.5", "-.5", "1e9", "-2E-3", "abc", "", "'=x", 5, -5, None, 1.5):
         assert cell(value) == value
     assert unquote("'abc") == "'abc"  # only what cell() added comes off
+
+
+def test_progress_goes_to_stderr_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # the engine calls back every 1,024 event times; the line is printed at most every every_s seconds
+    from slurm_gpu.sim.run_files import progress_line
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+    from tests.sim.helpers import TINY as TINY_POLICY
+
+    rows = ["job_id,user,gpu_num,submit_time,duration"] + [f"j{i},u,1,{i * 7},{600 + i % 50}" for i in range(3000)]
+    calls: list[tuple[int, int, int, int]] = []
+    result = simulate(read_trace(rows, "t.csv"), TINY_POLICY, Params(), progress=lambda *a: calls.append(a))
+    assert len(calls) >= 2 and all(c[2] == len(result.jobs) == 3000 for c in calls)
+    assert [c[1] for c in calls] == sorted(c[1] for c in calls) and calls[-1][1] <= 3000
+    report = progress_line("tiny", every_s=0)
+    report(2 * 86400, 12, 3000, 40)
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err == "slurm-gpu simulate: tiny: 12 of 3,000 jobs started, 40 pending, 2.0 simulated days\n"
+    # --progress changes nothing on stdout nor in the files
+    (tmp_path / "t.csv").write_text(TRACE)
+    got = []
+    for flag in ("--progress", "--no-progress"):
+        res = CliRunner().invoke(cli, ["simulate", "--policy", TINY, "--trace", str(tmp_path / "t.csv"),
+                                       "--out", str(tmp_path / flag), flag])
+        assert res.exit_code == 0, res.output
+        got.append((res.stdout, (tmp_path / flag / "jobs.csv").read_text()))
+    assert got[0] == got[1]

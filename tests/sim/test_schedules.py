@@ -259,3 +259,39 @@ def test_drf_allocator_order() -> None:
     for backfill in (False, True):
         assert schedule(run(DRF, allocator="drf", backfill=backfill)) == {
             "x": (0, 100), "a1": (100, 150), "b1": (100, 150), "a2": (150, 200)}
+
+
+def test_bf_max_job_test_bounds_the_jobs_one_pass_tests() -> None:
+    # as test_backfill_starts_a_job_that_ends_before_the_reservation, but a pass tests only c (the first
+    # pending job): d is never looked at by backfill and waits for c (FIFO: 180-230)
+    got = schedule(run(QUEUE.format(d_limit=1), bf_max_job_test=1))
+    assert got == {"a": (0, 100), "b": (100, 150), "c": (150, 180), "d": (180, 230)}
+
+
+def test_default_queue_depth_bounds_an_event_pass_and_sched_interval_tests_all() -> None:
+    # QOS normal with 2 GPUs per user: a (u, 2 GPUs) runs 0-1000, so u's b1 b2 b3 (1 GPU each, older than c)
+    # wait over the limit; they count against default_queue_depth as Slurm's loop counts them.
+    # depth 100: c (v) starts at once (2). depth 2 (3 jobs taken: b1 b2 b3): the event passes at 2 do not
+    # reach c; the first event at or after sched_interval (60 s from the first submit) is e's submit at 70:
+    # a full pass, c and e start then. Without full passes (sched_interval 0) c waits until a's end lets
+    # b1 and b2 start (1000) and their end lets b3 start (1050): the pass at 1050 takes b3, c, e.
+    import dataclasses
+
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+    from tests.sim.helpers import TINY
+
+    qos = tuple(dataclasses.replace(q, max_gpus_per_user=2) if q.name == "normal" else q for q in TINY.qos)
+    policy = dataclasses.replace(TINY, qos=qos)
+    text = ("job_id,user,gpu_num,submit_time,duration\na,u,2,0,1000\nb1,u,1,1,50\nb2,u,1,1,50\nb3,u,1,1,50\n"
+            "c,v,1,2,30\ne,w,1,70,30\n")
+
+    def starts(**params: object) -> dict[str, int | None]:
+        result = simulate(read_trace(text.splitlines(), "t.csv"), policy,
+                          Params(backfill=False, **params))  # type: ignore[arg-type]
+        return {j.job_id: j.first_start for j in result.jobs}
+
+    assert starts() == {"a": 0, "b1": 1000, "b2": 1000, "b3": 1050, "c": 2, "e": 70}
+    assert starts(default_queue_depth=2) == {"a": 0, "b1": 1000, "b2": 1000, "b3": 1050, "c": 70, "e": 70}
+    assert starts(default_queue_depth=2, sched_interval_s=0)["c"] == 1050

@@ -112,6 +112,14 @@ def test_params_of_the_lab_conf_priority_basic() -> None:
     assert p.backfill and p.bf_interval_s == 5 and p.bf_window_s == 86400 and p.bf_max_job_test == 500
     assert (p.weight_age, p.weight_qos, p.weight_partition, p.weight_fairshare) == (0, 0, 0, 0)
     assert p.preempt_type == "partition_prio"
+    assert (p.sched_interval_s, p.default_queue_depth) == (5, 100)  # the lab's sched_interval; Slurm's depth
+
+
+def test_params_of_the_main_scheduler_limits() -> None:
+    p = params_from_conf("SchedulerParameters=default_queue_depth=250,sched_interval=-1,bf_max_job_test=40")
+    assert (p.default_queue_depth, p.sched_interval_s, p.bf_max_job_test) == (250, 0, 40)  # -1: no full pass
+    p = params_from_conf("")
+    assert (p.default_queue_depth, p.sched_interval_s, p.bf_max_job_test) == (100, 60, 500)  # Slurm's defaults
 
 
 def test_params_of_a_multifactor_conf() -> None:
