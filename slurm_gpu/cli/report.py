@@ -34,16 +34,18 @@ def report(since: str, until: str, by: str | None, jobs: str | None, as_json: bo
     """How much of the GPU time allocated was used, by whom, at what cost; and whether to scale."""
     from slurm_gpu.cluster import autoscale as scale
     from slurm_gpu.cluster import report as rep
-    from slurm_gpu.cluster.report_io import check_output_dir, gather_autoscale, gather_rows, write_html
+    from slurm_gpu.cluster.report_io import check_output_dir, gather_autoscale, gather_docs, write_html
     from slurm_gpu.errors import SlurmGpuError
 
     try:
         if html_file is not None:
             check_output_dir(html_file)  # refused before sacct is asked (root: no directory a user can write)
-        rows, start, end, policy = gather_rows(since, until, policy_opt, jobs=jobs)
-        doc = rep.report(rows, policy, by, start, end)
+        # one pass over the streamed rows: --by's figures and, for --html, the by-account ones
+        docs, _start, _end, policy = gather_docs(since, until, (by, "account") if html_file else (by,),
+                                                 policy_opt, jobs=jobs)
+        doc = docs[0]
         if html_file is not None:
-            write_html(html_file, rows, policy, by, start, end)
+            write_html(html_file, doc, docs[1])
         if autoscale:
             doc = gather_autoscale(doc, policy)
     except SlurmGpuError as exc:  # one line; 2 for a usage error (a directory root must not write), else 1

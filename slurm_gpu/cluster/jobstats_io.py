@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from slurm_gpu.errors import SlurmGpuError
@@ -28,6 +29,19 @@ def sacct_text(argv: list[str], env: Mapping[str, str] | None = None, timeout_s:
     if proc.returncode != 0:
         raise failure("sacct", proc.stderr, env, proc.returncode)
     return proc.stdout
+
+
+@contextmanager
+def sacct_lines(argv: list[str], env: Mapping[str, str] | None = None,
+                timeout_s: float = SACCT_TIMEOUT_S) -> Iterator[Iterator[str]]:
+    """stdout of one sacct call, line by line while sacct runs (the one runner's streaming call: the
+    whole call within ``timeout_s``); a failure is one line (SubmitError / SlurmUnreachable), raised
+    when the lines are done."""
+    from slurm_gpu.adapters.slurm import SbatchCli, stream_slurm
+
+    SbatchCli(env=env).preflight()
+    with stream_slurm(argv, env=env, timeout_s=timeout_s, what="sacct") as lines:
+        yield iter(lines)
 
 
 def load_optional_policy(path_opt: str | None, env: Mapping[str, str] | None = None) -> Any:
@@ -70,4 +84,4 @@ def gather(job_id: str, policy_opt: str | None = None, env: Mapping[str, str] | 
     return doc
 
 
-__all__ = ["gather", "sacct_text", "load_optional_policy", "normalise_job_id", "rows_of", "JOBSTATS_FIELDS"]
+__all__ = ["gather", "sacct_text", "sacct_lines", "load_optional_policy", "normalise_job_id", "rows_of", "JOBSTATS_FIELDS"]

@@ -14,12 +14,17 @@ utilisation of its AdminComment summary (None without one). Sums, never means of
 - per GPU type with a price: ``cost`` = price x gpu_hours, ``cost_per_effective_gpu_hour`` = price / E;
 - queue wait per class: Start - Submit of rows that started, p50 and p95 (nearest rank);
 - ``days``: the GPU-hours and E of the rows that started on each UTC day (efficiency over time).
+
+The rows are read once, one at a time (:func:`reports` gives several groupings from that one pass), and
+nothing is kept per row: sums per group, type and day, and the waits as counts per distinct value (so
+the percentiles stay exact and the memory is bounded by the distinct waits, not by the rows).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -70,7 +75,13 @@ def class_of(partition: str, qos: str, policy: Any = None) -> str:
 
 
 def runs(rows: Iterable[Mapping[str, str]], policy: Any = None) -> list[Run]:
-    out = []
+    return list(iter_runs(rows, policy))
+
+
+def iter_runs(rows: Iterable[Mapping[str, str]], policy: Any = None) -> Iterator[Run]:
+    """The rows as :class:`Run` records, one at a time (step rows skipped)."""
+    classes: dict[tuple[str, str], str] = {}
+    tres: dict[str, dict[str, int]] = {}  # AllocTRES text -> GPUs per type (a site has few shapes)
     for row in rows:
         jid = row.get("JobID", "")
         if "." in jid:
@@ -80,13 +91,23 @@ def runs(rows: Iterable[Mapping[str, str]], policy: Any = None) -> list[Run]:
         submit, start = sacct_time(row.get("Submit")), sacct_time(row.get("Start"))
         summary = decode(row.get("AdminComment"))
         partition, qos = row.get("Partition", ""), row.get("QOS", "")
-        out.append(Run(jid, row.get("User", ""), row.get("Account", ""), partition, qos,
-                       class_of(partition, qos, policy), (row.get("State") or "").split(" ")[0],
-                       tres_gpus(row.get("AllocTRES")), seconds,
-                       None if summary is None else summary.utilisation(),
-                       start - submit if start is not None and submit is not None and start >= submit else None,
-                       start))
-    return out
+        job_class = classes.get((partition, qos))
+        if job_class is None:
+            job_class = classes[(partition, qos)] = class_of(partition, qos, policy)
+        yield Run(jid, row.get("User", ""), row.get("Account", ""), partition, qos, job_class,
+                  (row.get("State") or "").split(" ")[0], _gpus(tres, row.get("AllocTRES") or ""), seconds,
+                  None if summary is None else summary.utilisation(),
+                  start - submit if start is not None and submit is not None and start >= submit else None,
+                  start)
+
+
+def _gpus(cache: dict[str, dict[str, int]], text: str) -> dict[str, int]:
+    got = cache.get(text)
+    if got is None:
+        got = tres_gpus(text)
+        if len(cache) < 10_000:
+            cache[text] = got
+    return got
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -95,6 +116,20 @@ def percentile(values: Sequence[float], p: float) -> float | None:
         return None
     ordered = sorted(values)
     return ordered[max(0, math.ceil(p / 100 * len(ordered)) - 1)]
+
+
+def counted_percentile(counts: Mapping[float, int], p: float) -> float | None:
+    """:func:`percentile` of values given as counts per distinct value."""
+    n = sum(counts.values())
+    if not n:
+        return None
+    rank = max(0, math.ceil(p / 100 * n) - 1)
+    seen = 0
+    for value in sorted(counts):
+        seen += counts[value]
+        if seen > rank:
+            return value
+    return None  # not reached
 
 
 def _r(x: float | None, nd: int = 6) -> float | None:
@@ -140,42 +175,60 @@ class Totals:
 def report(rows: Iterable[Mapping[str, str]], policy: Any = None, by: str | None = None,
            since: str = "", until: str = "") -> dict[str, Any]:
     """The --json document (docs/report.md)."""
-    if by is not None and by not in GROUP_KEYS:
-        raise ValueError(f"by: {by!r}, allowed one of {', '.join(GROUP_KEYS)}")
-    all_runs = runs(rows, policy)
+    return reports(rows, policy, (by,), since, until)[0]
+
+
+def reports(rows: Iterable[Mapping[str, str]], policy: Any = None, bys: Sequence[str | None] = (None,),
+            since: str = "", until: str = "") -> list[dict[str, Any]]:
+    """:func:`report` once per grouping in ``bys`` (e.g. ``--by`` and the HTML's by-account charts), from
+    one pass over the rows (a stream is read once)."""
+    for by in bys:
+        if by is not None and by not in GROUP_KEYS:
+            raise ValueError(f"by: {by!r}, allowed one of {', '.join(GROUP_KEYS)}")
     prices = {p.name: p.per_gpu_hour for p in getattr(policy, "prices", ())} if policy is not None else {}
     currency = next((p.currency for p in getattr(policy, "prices", ()) if p.currency), "") if policy else ""
     total = Totals()
     per_type: dict[str, Totals] = {}
-    groups: dict[str, Totals] = {}
-    days: dict[str, Totals] = {}
-    waits: dict[str, list[float]] = {}
-    for run in all_runs:
+    groups: dict[str, dict[str, Totals]] = {by: {} for by in bys if by is not None}
+    days: dict[int, Totals] = {}  # UTC day (epoch seconds // 86400)
+    waits: dict[str, Counter[float]] = {}
+    for run in iter_runs(rows, policy):
         if run.wait_s is not None:
-            waits.setdefault(run.job_class, []).append(run.wait_s)
-        if run.g <= 0:
+            waits.setdefault(run.job_class, Counter())[run.wait_s] += 1
+        g = run.g
+        if g <= 0:
             continue
-        total.add(run, run.g)
+        total.add(run, g)
         if run.start is not None:
-            days.setdefault(_day(run.start), Totals()).add(run, run.g)
+            days.setdefault(int(run.start // 86400), Totals()).add(run, g)
         for gtype, n in run.gpus.items():
             per_type.setdefault(gtype, Totals()).add(run, n)
-        if by is not None:
+        for by, table in groups.items():
             key = {"user": run.user, "account": run.account, "partition": run.partition, "class": run.job_class}[by]
-            groups.setdefault(key, Totals()).add(run, run.g)
+            table.setdefault(key, Totals()).add(run, g)
     types = {t: tot.doc(prices.get(t)) for t, tot in sorted(per_type.items())}
-    doc: dict[str, Any] = {
-        "schema": SCHEMA, "since": since, "until": until, "by": by, "currency": currency,
+    shared: dict[str, Any] = {
         "total": total.doc(), "types": types,
-        "groups": {k: v.doc() for k, v in sorted(groups.items())} if by is not None else {},
-        "wait": {c: {"jobs": len(w), "p50_seconds": percentile(w, 50), "p95_seconds": percentile(w, 95)}
-                 for c, w in sorted(waits.items())},
-        "days": {d: {k: v for k, v in t.doc().items() if k in DAY_KEYS} for d, t in sorted(days.items())},
+        "wait": {c: {"jobs": sum(w.values()), "p50_seconds": counted_percentile(w, 50),
+                     "p95_seconds": counted_percentile(w, 95)} for c, w in sorted(waits.items())},
+        "days": {_day(d * 86400): {k: v for k, v in t.doc().items() if k in DAY_KEYS} for d, t in sorted(days.items())},
     }
     priced = [t for t in types.values() if "cost" in t]
     if priced:
-        doc["total"]["cost"] = _r(sum(t["cost"] for t in priced), 4)
-    return doc
+        shared["total"]["cost"] = _r(sum(t["cost"] for t in priced), 4)
+    out = []
+    for n, by in enumerate(bys):
+        one = shared if n == 0 else json_copy(shared)
+        out.append({"schema": SCHEMA, "since": since, "until": until, "by": by, "currency": currency,
+                    "total": one["total"], "types": one["types"],
+                    "groups": {k: v.doc() for k, v in sorted(groups[by].items())} if by is not None else {},
+                    "wait": one["wait"], "days": one["days"]})
+    return out
+
+
+def json_copy(doc: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON-shaped document (each report owns its dicts)."""
+    return {k: json_copy(v) if isinstance(v, dict) else v for k, v in doc.items()}
 
 
 def _h(x: float | None) -> str:
@@ -223,4 +276,5 @@ def lines(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["report", "runs", "Run", "class_of", "percentile", "lines", "SCHEMA", "GROUP_KEYS"]
+__all__ = ["report", "reports", "runs", "iter_runs", "counted_percentile", "Run", "class_of", "percentile", "lines",
+           "SCHEMA", "GROUP_KEYS"]

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from slurm_gpu.adapters import fs
-from slurm_gpu.cluster.jobstats_io import load_optional_policy, sacct_text
+from slurm_gpu.cluster.jobstats_io import load_optional_policy, sacct_lines
 from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import UsageError
 
@@ -49,10 +49,14 @@ def sacct_window(text: str, now: float, what: str) -> str:
     return datetime.fromtimestamp(now - secs, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def gather_rows(since: str, until: str, policy_opt: str | None = None, env: Mapping[str, str] | None = None,
-                now: float | None = None, jobs: str | None = None) -> tuple[list[dict[str, str]], str, str, Any]:
-    """(sacct rows, sacct's -S and -E, the policy) of the window (only ``jobs``, comma-separated ids, if given)."""
-    from slurm_gpu.slurm.sacct import parse_sacct
+def gather_docs(since: str, until: str, bys: tuple[str | None, ...], policy_opt: str | None = None,
+                env: Mapping[str, str] | None = None, now: float | None = None,
+                jobs: str | None = None) -> tuple[list[dict[str, Any]], str, str, Any]:
+    """(a report document per grouping in ``bys``, sacct's -S and -E, the policy) of the window (only
+    ``jobs``, comma-separated ids, if given). The rows are streamed from sacct into the aggregation: the
+    window is never held (docs/report.md "Large windows")."""
+    from slurm_gpu.cluster.report import reports
+    from slurm_gpu.slurm.sacct import iter_sacct
 
     now = time.time() if now is None else now
     start, end = sacct_window(since, now, "--since"), sacct_window(until, now, "--until")
@@ -62,28 +66,26 @@ def gather_rows(since: str, until: str, policy_opt: str | None = None, env: Mapp
         from slurm_gpu.cluster.jobstats_io import normalise_job_id
 
         only = ["-j", ",".join(normalise_job_id(j.strip()) for j in jobs.split(",")[:1000])]
-    text = sacct_text(["sacct", "-a", "-X", "-D", "-P", "-S", start, "-E", end, *only,
-                       f"--format={','.join(REPORT_FIELDS)}"], env)
-    return parse_sacct(text), start, end, policy
+    with sacct_lines(["sacct", "-a", "-X", "-D", "-P", "-S", start, "-E", end, *only,
+                      f"--format={','.join(REPORT_FIELDS)}"], env) as lines:
+        docs = reports(iter_sacct(lines), policy, bys, start, end)
+    return docs, start, end, policy
 
 
 def gather_report(since: str, until: str, by: str | None, policy_opt: str | None = None,
                   env: Mapping[str, str] | None = None, now: float | None = None,
                   jobs: str | None = None) -> tuple[dict[str, Any], Any]:
     """(the report document, the policy) for the window."""
-    from slurm_gpu.cluster.report import report
-
-    rows, start, end, policy = gather_rows(since, until, policy_opt, env, now, jobs)
-    return report(rows, policy, by, start, end), policy
+    docs, _start, _end, policy = gather_docs(since, until, (by,), policy_opt, env, now, jobs)
+    return docs[0], policy
 
 
-def write_html(path: str, rows: list[dict[str, str]], policy: Any, by: str | None, start: str, end: str) -> None:
-    """The HTML report (one self-contained file), written to a temporary file beside ``path`` and renamed."""
-    from slurm_gpu.cluster.report import report
+def write_html(path: str, doc: Mapping[str, Any], by_account: Mapping[str, Any]) -> None:
+    """The HTML report (one self-contained file) of a report document and its by-account one, written to a
+    temporary file beside ``path`` and renamed."""
     from slurm_gpu.cluster.report_html import render
 
-    text = render(report(rows, policy, by, start, end), report(rows, policy, "account", start, end))
-    write_textfile(os.path.dirname(os.path.abspath(path)), text, os.path.basename(path))
+    write_textfile(os.path.dirname(os.path.abspath(path)), render(doc, by_account), os.path.basename(path))
 
 
 def gather_autoscale(report_doc: Mapping[str, Any], policy: Any, env: Mapping[str, str] | None = None,
@@ -194,5 +196,5 @@ def exporter_text(records_dir: str | None, stats_file: str | None, env: Mapping[
     return exposition(view.summary, records)
 
 
-__all__ = ["gather_rows", "write_html", "gather_report", "gather_autoscale", "sacct_window", "read_stats_records",
+__all__ = ["gather_docs", "write_html", "gather_report", "gather_autoscale", "sacct_window", "read_stats_records",
            "write_textfile", "exporter_text", "REPORT_FIELDS", "STATS_FILE"]

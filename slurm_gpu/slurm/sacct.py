@@ -2,7 +2,8 @@
 """The parsers of ``sacct -P`` output (pure: text in, data out), beside :mod:`slurm_gpu.slurm.records`.
 
 - :func:`parse_sacct`: the ``|``-separated rows under their header line (the last column may itself hold
-  ``|``: put free text such as ``AdminComment`` last);
+  ``|``: put free text such as ``AdminComment`` last); :func:`iter_sacct` the same, row by row, from lines
+  as they come (a report's window is never held whole);
 - :func:`sacct_seconds`: ``Elapsed``/``TotalCPU`` (``00:01.006``, ``02:03:04``, ``1-02:03:04``);
 - :func:`sacct_bytes`: ``MaxRSS``/``ReqMem``/TRES ``mem`` (``15968K``, ``60G``, ``4000Mc``);
 - :func:`sacct_time`: ``Submit``/``Start``/``End`` (``2026-12-01T03:27:42``) as epoch seconds (UTC);
@@ -15,7 +16,9 @@ Texts are those the lab's 22.05.8 printed (tests/cluster/data/sacct-*); 24.11 pr
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from itertools import islice
 
 from slurm_gpu.digits import is_digits
 from slurm_gpu.units import UnitError, parse_time_seconds
@@ -30,16 +33,22 @@ UNTYPED = "gpu"  # the key of GPUs whose type sacct does not name
 def parse_sacct(text: str) -> list[dict[str, str]]:
     """``sacct -P`` output with its header line -> one dict per row (header names as keys). Lines with
     fewer fields than the header are skipped; extra ``|`` stay in the last column."""
-    lines = text.splitlines()
-    if not lines:
-        return []
-    header = lines[0].split("|")
-    out: list[dict[str, str]] = []
-    for line in lines[1:MAX_ROWS + 1]:
-        fields = line.split("|", len(header) - 1)
-        if len(fields) == len(header):
-            out.append(dict(zip(header, fields, strict=True)))
-    return out
+    return list(iter_sacct(text.splitlines()))
+
+
+def iter_sacct(lines: Iterable[str]) -> Iterator[dict[str, str]]:
+    """:func:`parse_sacct` row by row: ``lines`` (the header first, each without its newline) are read as
+    the rows are taken, at most :data:`MAX_ROWS` rows."""
+    it = iter(lines)
+    first = next(it, None)
+    if first is None:
+        return
+    header = first.split("|")
+    n = len(header)
+    for line in islice(it, MAX_ROWS):
+        fields = line.split("|", n - 1)
+        if len(fields) == n:
+            yield dict(zip(header, fields, strict=True))
 
 
 def sacct_seconds(text: str | None) -> float | None:
@@ -72,11 +81,26 @@ def sacct_bytes(text: str | None) -> int | None:
     return int(float(m.group(1)) * _MEM_UNITS[m.group(2).upper()])
 
 
+_DAYS: dict[str, float] = {}  # "2026-12-01" -> its midnight (UTC) in epoch seconds
+_ISO_RE = re.compile(r"([0-9]{4}-[0-9]{2}-[0-9]{2})T([01][0-9]|2[0-3]):([0-5][0-9]):([0-5][0-9])")
+
+
 def sacct_time(text: str | None) -> float | None:
     """``2026-12-01T03:27:42`` (sacct's default format, read as UTC) -> epoch seconds; None for
     ``Unknown``, ``None`` or empty."""
     if not text or not is_digits(text[:1]):
         return None
+    m = _ISO_RE.fullmatch(text)
+    if m is not None:  # the common form: its day's midnight (computed once a day) + the time of day
+        day = _DAYS.get(m.group(1))
+        if day is None:
+            try:
+                day = datetime.fromisoformat(m.group(1)).replace(tzinfo=UTC).timestamp()
+            except ValueError:
+                return None
+            if len(_DAYS) < 100_000:
+                _DAYS[m.group(1)] = day
+        return day + (int(m.group(2)) * 3600 + int(m.group(3)) * 60 + int(m.group(4)))
     try:
         return datetime.fromisoformat(text.strip()).replace(tzinfo=UTC).timestamp()
     except ValueError:
@@ -113,5 +137,5 @@ def tres_value(tres: str | None, key: str) -> str | None:
     return None
 
 
-__all__ = ["parse_sacct", "sacct_seconds", "sacct_bytes", "sacct_time", "tres_gpus", "tres_value", "UNTYPED",
-           "MAX_ROWS"]
+__all__ = ["parse_sacct", "iter_sacct", "sacct_seconds", "sacct_bytes", "sacct_time", "tres_gpus", "tres_value",
+           "UNTYPED", "MAX_ROWS"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,44 @@ def test_runner_bounds_every_call():
     with pytest.raises(SubmitError, match=r"\(exit 3\): boom"):
         run_slurm([sys.executable, "-c", "import sys; sys.stderr.write('x: error: boom\\n'); sys.exit(3)"],
                   timeout_s=10, check=True)
+
+
+def test_streamed_call_gives_lines_as_they_come_and_keeps_the_bounds():
+    from slurm_gpu.adapters.slurm import stream_slurm
+
+    py = [sys.executable, "-c"]
+    # lines without their newline; the last one may have none; a line over the bound is dropped whole
+    script = "import sys; sys.stdout.write('a|b\\n' + 'x' * 5000 + '\\nc|\\xff|d\\ntail')"
+    with stream_slurm([*py, script], timeout_s=10, max_line=4096) as lines:
+        got = list(lines)
+    assert got == ["a|b", "c|\xff|d", "tail"] and lines.dropped == 1 and lines.ended
+    with stream_slurm([*py, "import sys; sys.stdout.buffer.write(b'\\xff\\n')"], timeout_s=10, max_line=4) as lines:
+        assert list(lines) == ["\ufffd"]  # no UTF-8: replaced, not raised
+    # read while the command runs: the first line is there before the command has written the second
+    slow = "import sys, time; print('one', flush=True); time.sleep(3); print('two')"
+    with stream_slurm([*py, slow], timeout_s=10) as lines:
+        it = iter(lines)
+        t0 = time.monotonic()
+        assert next(it) == "one" and time.monotonic() - t0 < 2.5
+        assert list(it) == ["two"]
+    # a failure once the lines are read: one line, its exit code
+    fail = "import sys; print('x|y'); sys.stderr.write('sacct: error: boom\\n' * 20000); sys.exit(3)"
+    with pytest.raises(SubmitError, match=r"^sacct \(exit 3\): boom$"):
+        with stream_slurm([*py, fail], timeout_s=10, what="sacct") as lines:
+            assert list(lines) == ["x|y"]
+    # the whole call within the timeout, reading included: killed at the deadline
+    endless = "import time\nwhile True:\n print('row', flush=True); time.sleep(0.05)"
+    t0 = time.monotonic()
+    with pytest.raises(SlurmUnreachable, match="gave no whole answer within 1 s"):
+        with stream_slurm([*py, endless], timeout_s=1) as lines:
+            assert sum(1 for _ in lines) > 3
+    assert time.monotonic() - t0 < 5
+    # a reader that has enough stops the command; that is no failure
+    with stream_slurm([*py, endless], timeout_s=10) as lines:
+        assert next(iter(lines)) == "row"
+    with pytest.raises(SubmitError, match="no-such-slurm-client: command not found"):
+        with stream_slurm(["no-such-slurm-client"], timeout_s=1):
+            pass
 
 
 def _client(slurm_lab, **kw) -> SbatchCli:

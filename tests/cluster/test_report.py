@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from slurm_gpu.cluster.report import lines, percentile, report
+from slurm_gpu.cluster.report import counted_percentile, lines, percentile, report, reports
 from slurm_gpu.policy import load_policy
-from slurm_gpu.slurm.sacct import parse_sacct, sacct_bytes, sacct_seconds, sacct_time, tres_gpus
+from slurm_gpu.slurm.sacct import iter_sacct, parse_sacct, sacct_bytes, sacct_seconds, sacct_time, tres_gpus
 
 DATA = Path(__file__).resolve().parent / "data"
 POLICY = """version: 1
@@ -173,3 +173,50 @@ def test_policy_defaults(tmp_path):
     pol = load_policy(str(p))
     assert pol.prices == () and pol.autoscale.scale_down_below == 0.7 and pol.autoscale.target_wait_s == 3600
     assert pol.autoscale.min_waiting_jobs == 0
+
+
+@pytest.mark.parametrize("version", ["22.05", "24.11"])
+def test_one_pass_over_streamed_rows_gives_each_report(version, policy):
+    # the rows as the report reads them now: lines as they come, parsed one by one, read once for
+    # every grouping; the documents equal report()'s over the whole list
+    text = (DATA / f"sacct-{version}" / "report.txt").read_text()
+    taken: list[str] = []
+
+    def lines():
+        for line in text.split("\n"):
+            taken.append(line)
+            yield line
+
+    rows = iter_sacct(lines())
+    assert len(taken) == 0  # nothing read before the first row is asked for
+    first = next(rows)
+    assert first["JobID"] == "30" and len(taken) == 2  # the header and one row
+    bys = ("class", "account", None, "user", "partition")
+    docs = reports(__import__("itertools").chain([first], rows), policy, bys, "S", "E")
+    assert len(taken) == len(text.split("\n"))
+    for by, doc in zip(bys, docs, strict=True):
+        assert doc == report(parse_sacct(text), policy, by, "S", "E")
+    docs[0]["total"]["jobs"] = -1  # each document owns its dicts
+    assert docs[1]["total"]["jobs"] == 9
+
+
+def test_counted_percentile_is_the_nearest_rank_percentile():
+    import random
+    from collections import Counter
+
+    rng = random.Random(5)
+    for n in (1, 2, 3, 10, 101, 1000):
+        values = [float(rng.choice((0, 1, 2, 14, 30, 600, 86400))) for _ in range(n)]
+        for p in (50, 95, 99, 100):
+            assert counted_percentile(Counter(values), p) == percentile(values, p)
+    assert counted_percentile({}, 50) is None
+
+
+def test_sacct_time_fast_form_is_fromisoformat_s():
+    from datetime import UTC, datetime
+
+    for text in ("2026-12-01T03:27:42", "1999-12-31T23:59:59", "2024-02-29T00:00:00", "2026-12-01T00:00:00"):
+        assert sacct_time(text) == datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+    for bad in ("2026-13-01T00:00:00", "2026-12-01T24:00:00", "2026-12-01T23:59:60", "2023-02-29T00:00:00"):
+        assert sacct_time(bad) is None
+    assert sacct_time("2026-12-01T03:27:42 ") == sacct_time("2026-12-01T03:27:42")  # the slow path strips

@@ -114,6 +114,16 @@ def test_admin_comment_round_trip_through_sacct(slurm_lab, tmp_path):
         assert t["efficiency"] == pytest.approx(eff / gs, abs=1e-6)
         assert t["idle_gpu_hours"] == pytest.approx((gs - eff) / 3600, abs=1e-6)
         assert doc["types"]["h100"]["cost_per_effective_gpu_hour"] == pytest.approx(3.0 / (eff / gs), abs=1e-3)
+        # --html reads the streamed rows once for both of its documents: the same figures
+        html = tmp_path / "report.html"
+        again = cli(slurm_lab, "report", "--since", "1h", "--jobs", f"{a},{b}", "--json", "--policy", str(policy),
+                    "--html", str(html))
+        assert {k: v for k, v in again.items() if k not in ("since", "until")} == {
+            k: v for k, v in doc.items() if k not in ("since", "until")}
+        # the by-account chart, from the same pass: the lab account's allocated and effective GPU-hours
+        page = html.read_text()
+        assert f'data-value="{float(t["gpu_hours"])!r}"' in page
+        assert f'data-value="{float(t["effective_gpu_hours"])!r}"' in page
     finally:
         slurm_lab.cancel(a, b)
 

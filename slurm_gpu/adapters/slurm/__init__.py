@@ -3,8 +3,8 @@
 a :class:`slurm_gpu.ports.SlurmClient`) and the live inventory (:mod:`.inventory`)."""
 
 from slurm_gpu.adapters.slurm.cli import SbatchCli
-from slurm_gpu.adapters.slurm.runner import DEFAULT_TIMEOUT_S, failure, run_slurm
+from slurm_gpu.adapters.slurm.runner import DEFAULT_TIMEOUT_S, failure, run_slurm, stream_slurm
 from slurm_gpu.slurm.records import JobState, NodeAlloc, SubmitResult, TestOnlyResult
 
-__all__ = ["SbatchCli", "DEFAULT_TIMEOUT_S", "run_slurm", "failure", "JobState", "NodeAlloc", "SubmitResult",
-           "TestOnlyResult"]
+__all__ = ["SbatchCli", "DEFAULT_TIMEOUT_S", "run_slurm", "stream_slurm", "failure", "JobState", "NodeAlloc",
+           "SubmitResult", "TestOnlyResult"]

@@ -6,13 +6,22 @@ A client hangs about 9 s when slurmctld is down and about 60 s when its slurm.co
 call may go without a timeout. A command that is not installed raises :class:`SubmitError`; one that
 gives no answer in time raises :class:`SlurmUnreachable`; a non-zero exit is returned, not raised
 (``check=True`` raises it as one line).
+
+:func:`stream_slurm` is the variant for answers too large to hold (a report's window of sacct rows): its
+stdout is read line by line as the caller consumes it, with the same bounds (the whole call within the
+timeout: the process is killed at the deadline; stderr kept to its first 64 KiB; a line over
+``max_line`` bytes is dropped, counted in ``Lines.dropped``).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import IO
 
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
 from slurm_gpu.slurm.records import one_line
@@ -49,6 +58,89 @@ def run_slurm(argv: Sequence[str], *, env: Mapping[str, str] | None = None, time
     return proc
 
 
+MAX_STDERR = 64 << 10  # bytes of a streamed command's stderr that are kept (for its error line)
+MAX_LINE = 1 << 20  # bytes of one streamed line (sacct's longest field, AdminComment, is at most 60,000)
+
+
+class Lines:
+    """The lines of a streamed command's stdout (UTF-8, undecodable bytes replaced; without their newline),
+    read lazily; ``dropped``: lines over the bound, skipped whole; ``ended``: the whole output was read."""
+
+    def __init__(self, stream: IO[bytes], max_line: int) -> None:
+        self._stream, self._max, self.dropped, self.ended = stream, max_line, 0, False
+
+    def __iter__(self) -> Iterator[str]:
+        read, limit = self._stream.readline, self._max
+        while True:
+            line = read(limit)
+            if not line:
+                self.ended = True
+                return
+            if line.endswith(b"\n"):
+                yield line[:-1].decode("utf-8", "replace")
+                continue
+            if len(line) < limit:  # the last line, without a newline
+                self.ended = True
+                yield line.decode("utf-8", "replace")
+                return
+            self.dropped += 1  # too long: skip the rest of it
+            while line and not line.endswith(b"\n"):
+                line = read(limit)
+
+
+@contextmanager
+def stream_slurm(argv: Sequence[str], *, env: Mapping[str, str] | None = None,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, what: str | None = None,
+                 max_line: int = MAX_LINE) -> Iterator[Lines]:
+    """Run one Slurm client command and give its stdout as :class:`Lines` to read while it runs. The whole
+    call, the reading included, is bounded by ``timeout_s`` (then the process is killed and
+    :class:`SlurmUnreachable` raised); a non-zero exit raises :func:`failure` (labelled ``what``, default
+    the command) once the body is done, so a caller never takes a cut answer for a whole one. A body that
+    stops reading early (it had enough) ends the command; its exit is then not checked."""
+    env = dict(os.environ if env is None else env)
+    try:
+        proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=env)
+    except FileNotFoundError:
+        raise SubmitError(f"{argv[0]}: command not found; install the Slurm client (Debian: slurm-client) "
+                          "or put it on PATH") from None
+    assert proc.stdout is not None and proc.stderr is not None
+    err = bytearray()
+
+    def drain(pipe: io.BufferedReader) -> None:  # stderr must not fill its pipe and block the command
+        for chunk in iter(lambda: pipe.read1(1 << 16), b""):
+            err.extend(chunk[: max(0, MAX_STDERR - len(err))])
+
+    expired = threading.Event()
+
+    def kill() -> None:
+        expired.set()
+        proc.kill()
+
+    drainer = threading.Thread(target=drain, args=(proc.stderr,), daemon=True)
+    drainer.start()
+    timer = threading.Timer(timeout_s, kill)
+    timer.daemon = True
+    timer.start()
+    lines = Lines(proc.stdout, max_line)
+    try:
+        yield lines
+    finally:
+        if not lines.ended:
+            proc.kill()
+        timer.cancel()
+        proc.stdout.close()
+        rc = proc.wait()
+        drainer.join()
+        proc.stderr.close()
+    if expired.is_set():
+        raise SlurmUnreachable(
+            f"{os.path.basename(argv[0])} gave no whole answer within {timeout_s:g} s; is slurmctld up? "
+            f"(SLURM_CONF={env.get('SLURM_CONF', '/etc/slurm/slurm.conf')}; command: {' '.join(argv)})")
+    if rc != 0 and lines.ended:
+        raise failure(what or " ".join(argv), err.decode("utf-8", errors="replace"), env, rc)
+
+
 def failure(what: str, stderr: str, env: Mapping[str, str] | None = None, rc: int | None = None) -> SubmitError:
     """The error for a failed client call: one line, SlurmUnreachable when no controller answered."""
     line = one_line(stderr, f"{what} failed with no message")
@@ -58,4 +150,4 @@ def failure(what: str, stderr: str, env: Mapping[str, str] | None = None, rc: in
     return SubmitError(f"{what}{'' if rc is None else f' (exit {rc})'}: {line}")
 
 
-__all__ = ["run_slurm", "failure", "DEFAULT_TIMEOUT_S", "UNREACHABLE_MARKERS"]
+__all__ = ["run_slurm", "stream_slurm", "Lines", "failure", "DEFAULT_TIMEOUT_S", "UNREACHABLE_MARKERS"]
