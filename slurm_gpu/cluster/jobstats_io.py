@@ -84,4 +84,5 @@ def gather(job_id: str, policy_opt: str | None = None, env: Mapping[str, str] | 
     return doc
 
 
-__all__ = ["gather", "sacct_text", "sacct_lines", "load_optional_policy", "normalise_job_id", "rows_of", "JOBSTATS_FIELDS"]
+__all__ = ["gather", "sacct_text", "sacct_lines", "load_optional_policy", "normalise_job_id", "rows_of",
+           "JOBSTATS_FIELDS"]

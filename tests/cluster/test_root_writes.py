@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from slurm_gpu.cluster.report import report
 from slurm_gpu.cluster.report_io import write_html
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the hole is root's: these run as root")
@@ -107,7 +108,8 @@ def test_report_html_in_roots_directory_replaces_a_planted_symlink(tmp_path: Pat
     d = tmp_path / "www"
     d.mkdir(mode=0o755)
     plant(d, "report.html", victim)
-    write_html(str(d / "report.html"), [], None, None, "2026-11-01T00:00:00", "2026-12-01T00:00:00")
+    write_html(str(d / "report.html"), report([], None, None, "2026-11-01T00:00:00", "2026-12-01T00:00:00"),
+               report([], None, "account"))
     st = os.lstat(d / "report.html")
     assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o644
     assert (d / "report.html").read_text().lstrip().lower().startswith("<!doctype html") and untouched(victim)

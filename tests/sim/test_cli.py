@@ -107,9 +107,9 @@ def test_the_csv_cell_rule() -> None:
 
 def test_progress_goes_to_stderr_only(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     # the engine calls back every 1,024 event times; the line is printed at most every every_s seconds
-    from slurm_gpu.sim.run_files import progress_line
     from slurm_gpu.sim.engine import simulate
     from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.run_files import progress_line
     from slurm_gpu.sim.traces import read_trace
     from tests.sim.helpers import TINY as TINY_POLICY
 
