@@ -8,7 +8,7 @@ inside. Both ways get the very same script and the very same command-line option
 
 Default mode: a fixed (seeded) mixed stream of CPU-only jobs (6-14 cores) and 1/2/4/8-GPU h100 and
 1-4-GPU a100 jobs, submitted once with plain sbatch and once with gpusub, in one run. Each GPU job's
-allocation is read from ``scontrol show job -d`` when it starts and checked against gres.conf
+allocation is read (squeue's JSON, the one job reader) when it starts and checked against gres.conf
 ``Cores=``: every allocated GPU has at least one of the job's cores on its socket
 (slurm_gpu.placement.locality.check_job with one core per GPU, which also flags cores remote to all
 the job's GPUs). Printed per way: the share of started GPU jobs meeting the rule, GPUs allocated per minute
@@ -37,8 +37,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from slurm_gpu.adapters.slurm import run_slurm  # noqa: E402
+from slurm_gpu.lab.clients import show_job  # noqa: E402
 from slurm_gpu.lab.control import lab_client_env  # noqa: E402
-from slurm_gpu.placement.locality import check_job, parse_gres_conf, parse_job_detail  # noqa: E402
+from slurm_gpu.placement.locality import NodeAlloc, check_job, parse_gres_conf  # noqa: E402
 from slurm_gpu.slurm.records import parse_parsable  # noqa: E402
 
 GPU_SHAPES = [("h100", 1), ("h100", 2), ("h100", 4), ("h100", 8), ("a100", 1), ("a100", 2), ("a100", 3), ("a100", 4)]
@@ -109,9 +110,14 @@ def submit_gpu(way: str, text: str, name: str, options: list[str], env: dict[str
     return int(json.loads(run([gpusub, "--json", *options, script], env, work))["job_id"])
 
 
-def rule(text: str, gres: dict) -> list[str]:
+def allocation(job: int, env: dict[str, str]) -> list[NodeAlloc]:
+    """The job's per-node allocations (the one job reader: squeue's JSON, docs/records.md)."""
+    return show_job(env["SLURM_CONF"], job)[1]
+
+
+def rule(allocs: list[NodeAlloc], gres: dict) -> list[str]:
     """The locality rule at one core per GPU (see the module docstring)."""
-    return check_job(text, gres, cpus_per_gpu=1)
+    return check_job(allocs, gres, cpus_per_gpu=1)
 
 
 # ---- the mixed stream ------------------------------------------------------------------------
@@ -157,9 +163,9 @@ def one_pass(way: str, jobs: list[dict], env: dict[str, str], gres: dict, timeou
         out = run(["squeue", "-h", "-t", "RUNNING", "-o", "%i"], env, work)
         running = {int(x) for x in out.split() if x.isdigit()}
         for j in sorted((running & gpu_ids) - set(started)):
-            text = run(["scontrol", "show", "job", "-d", str(j)], env, work)
+            allocs = allocation(j, env)
             started[j] = time.monotonic() - start
-            verdict[j] = rule(text, gres)
+            verdict[j] = rule(allocs, gres)
         time.sleep(0.5)
     waiting = {}
     for j in sorted(gpu_ids - set(started)):
@@ -238,7 +244,7 @@ def measure(way: str, gtype: str, gpus: int, form: str, busy: bool, env: dict[st
                              env, work)
             ids.append(blocker)
             for _ in range(40):
-                allocs = parse_job_detail(run(["scontrol", "show", "job", "-d", str(blocker)], env, work))
+                allocs = allocation(blocker, env)
                 if allocs:
                     row["blocker"] = ",".join(map(str, sorted(allocs[0].cpu_ids)))
                     break
@@ -247,12 +253,11 @@ def measure(way: str, gtype: str, gpus: int, form: str, busy: bool, env: dict[st
         ids.append(submit_gpu(way, text, "job.sh", ["-w", node, "-t", "10"], env, work))
         end = time.monotonic() + start_timeout
         while time.monotonic() < end:
-            detail = run(["scontrol", "show", "job", "-d", str(ids[-1])], env, work)
-            allocs = parse_job_detail(detail)
+            allocs = allocation(ids[-1], env)
             if allocs:
                 a = allocs[0]
                 row.update(started=True, cpus=_ranges(a.cpu_ids), gpus=_ranges(a.gpu_idx),
-                           problems=rule(detail, gres))
+                           problems=rule(allocs, gres))
                 others = set(run(["squeue", "-h", "-t", "RUNNING", "-w", node, "-o", "%i"], env, work).split())
                 if others - {str(i) for i in ids}:
                     row["note"] = "other jobs on the node: " + ",".join(sorted(others - {str(i) for i in ids}))

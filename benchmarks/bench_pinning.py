@@ -2,7 +2,7 @@
 """Per-worker CPU masks from real lab allocations: slurm-gpu-pin vs ``torchrun --numa-binding=node``.
 
 For each job shape (1, 2, 4, 8 GPUs as users write them with plain sbatch, and gpusub's socket
-split) a job is submitted to the running lab, its allocation is read from ``scontrol show job -d``
+split) a job is submitted to the running lab, its allocation is read (squeue's JSON, the one job reader)
 (CPU_IDs, GRES IDX) while it runs, and the masks of one worker per GPU are computed two ways:
 
 - ours: ``slurm_gpu.placement.pinning.plan_node_pins`` on the node type's topology;
@@ -31,8 +31,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from slurm_gpu.cpulist import format_cpulist  # noqa: E402
+from slurm_gpu.lab.clients import show_job  # noqa: E402
 from slurm_gpu.lab.control import lab_client_env  # noqa: E402
-from slurm_gpu.placement.locality import parse_job_detail  # noqa: E402
 from slurm_gpu.placement.pinning import locality_from_topology, plan_node_pins  # noqa: E402
 from slurm_gpu.topology.loader import load_topology_file  # noqa: E402
 
@@ -69,11 +69,10 @@ def allocation(argv: list[str], env: dict[str, str], work: str):
             time.sleep(0.5)
         else:
             raise RuntimeError(f"job {job} did not start")
-        text = subprocess.run(["scontrol", "show", "job", "-d", job], capture_output=True, text=True, env=env,
-                              timeout=10, check=True).stdout
+        allocs = show_job(env["SLURM_CONF"], job)[1]  # the one job reader: squeue's JSON
     finally:
         subprocess.run(["scancel", job], env=env, timeout=10)
-    return next(a for a in parse_job_detail(text) if a.gpu_idx)
+    return next(a for a in allocs if a.gpu_idx)
 
 
 def torch_node_masks(topo, alloc: frozenset[int], gpus: list[int]) -> list[set[int] | None]:

@@ -41,12 +41,13 @@ class SlurmClient(JobWatch, Protocol):
 
 @runtime_checkable
 class ClusterSource(Protocol):
-    """What ``slurm-gpu cluster`` reads: Slurm's node, job and partition records as text
-    (``scontrol show node -d -o``, ``show job -d -o``, ``show partition -o``) and gres.conf if readable."""
+    """What ``slurm-gpu cluster`` reads: Slurm's node and partition records as text (``scontrol show node
+    -d -o``, ``show partition -o``), the jobs as squeue's JSON (``squeue --json -t all``: docs/records.md)
+    and gres.conf if readable."""
 
     def nodes_text(self) -> str: ...
 
-    def jobs_text(self) -> str: ...
+    def jobs_json(self) -> str: ...
 
     def partitions_text(self) -> str: ...
 

@@ -155,6 +155,10 @@ class SlurmLab:
     def show_job(self, job_id: int | str) -> tuple[dict[str, str], list[clients.NodeAlloc]]:
         return clients.show_job(self.slurm_conf, job_id)
 
+    def job_records(self, job_id: int | str) -> list[dict[str, str]]:
+        """The job's records and its components' (het job) or tasks' (array), from the one job reader."""
+        return clients.job_records(self.slurm_conf, job_id)
+
     def cancel(self, *job_ids: int | str) -> None:
         clients.run(["scancel", *map(str, job_ids)], self.slurm_conf, timeout_s=10)
 

@@ -3,8 +3,9 @@
 unavailable and stranded GPUs per type and partition, the largest job that can start, fragmentation,
 and a picture of every node's GPUs (docs/cluster.md).
 
-Exit codes: 0 shown, 1 Slurm failed or could not be reached, 2 usage (a bad option, an unreadable --records
-directory: missing nodes.txt, a FIFO, a file over 256 MiB, a nodes.txt with no node record).
+Exit codes: 0 shown (records that could not be read are left out, one stderr line each), 1 Slurm failed or
+could not be reached, 2 usage (a bad option, an unreadable --records directory: missing nodes.txt, a FIFO,
+a file over 256 MiB, a nodes.txt with no node record, a jobs.json that is no squeue --json document).
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ def _finite(value: float | None) -> float | None:
               metavar="[SECONDS]", help="Refresh every SECONDS (default 5) until interrupted.")
 @click.option("--full", is_flag=True, help="One row per node even beyond 64 GPU nodes.")
 @click.option("--records", type=click.Path(file_okay=False), default=None,
-              help="Read recorded scontrol outputs from DIR (nodes.txt, jobs.txt, partitions.txt, gres.conf) "
-                   "instead of asking Slurm.")
+              help="Read recorded outputs from DIR (nodes.txt, jobs.json, partitions.txt, gres.conf: "
+                   "docs/cluster.md) instead of asking Slurm.")
 @click.option("--count", type=click.IntRange(min=1), default=None, hidden=True,
               help="With --watch: stop after N refreshes (tests).")
 def cluster(as_json: bool, watch: float | None, full: bool, records: str | None, count: int | None) -> None:
@@ -72,7 +73,9 @@ def cluster(as_json: bool, watch: float | None, full: bool, records: str | None,
 
     def show() -> str:
         nodes_text = source.nodes_text()
-        view = from_texts(nodes_text, source.jobs_text(), source.partitions_text(), source.gres_conf_text())
+        view = from_texts(nodes_text, source.jobs_json(), source.partitions_text(), source.gres_conf_text())
+        for problem in view.problems:
+            click.echo(f"slurm-gpu cluster: {problem}", err=True)
         if records is not None and not view.nodes and nodes_text.strip():
             raise UsageError(f"{os.path.join(records, 'nodes.txt')}: no node record in it (expected the output "
                              "of scontrol show node -d -o)")

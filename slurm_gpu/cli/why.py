@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """``slurm-gpu why JOBID [--json] [--policy FILE]``: why a pending job waits, in plain words (thin CLI).
 
-Reads Slurm through the one runner (:func:`slurm_gpu.adapters.slurm.run_slurm`): ``scontrol show job
--o`` (the job, then every job), ``scontrol show node -o``, ``scontrol show partition -o`` and
-``sacctmgr -nP show qos``; the decision is :func:`slurm_gpu.cluster.why.explain` (pure).
+Reads Slurm through the one runner (:func:`slurm_gpu.adapters.slurm.run_slurm`): squeue's JSON (the job,
+then every job: the one job reader, docs/records.md), ``scontrol show node -o``, ``scontrol show partition
+-o`` and ``sacctmgr -nP show qos``; the decision is :func:`slurm_gpu.cluster.why.explain` (pure).
 Exit codes: 0 explained (pending or not), 1 unknown job, Slurm failure, an answer for another job id or
 invalid policy, 2 usage (a job id outside Slurm's range: :mod:`slurm_gpu.slurm.job_id`).
 """
@@ -20,6 +20,8 @@ from slurm_gpu.errors import SlurmGpuError, UsageError
 from slurm_gpu.slurm.job_id import JobId, parse_job_id
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from slurm_gpu.cluster.why import Why
     from slurm_gpu.policy.model import Policy
 
@@ -44,34 +46,36 @@ def _policy(path_opt: str | None) -> Policy | None:
     return None if path is None else load_policy(path)
 
 
-def records_for(jid: JobId, text: str) -> list[dict[str, str]]:
-    """The records of ``scontrol show job -o JOBID`` that carry the id asked for; an answer holding none of
-    them (Slurm read the id as another, or as every job) is a SlurmGpuError of one line."""
-    from slurm_gpu.cluster import why as w
-
-    answered = w.parse_records(text, "JobId")
+def records_for(jid: JobId, jobs: Iterable[Mapping[str, str]], filtered: bool = True) -> list[Mapping[str, str]]:
+    """The job records (the one job reader's fields) that carry the id asked for. ``filtered``: the answer
+    was for that id only (squeue --json honours -j from 24.11; 22.05's prints every job): then an answer
+    holding none of them (Slurm read the id as another) is a SlurmGpuError of one line."""
+    answered = list(jobs)
     records = [r for r in answered if jid.carried_by(r)]
-    if answered and not records:
-        raise SlurmGpuError(f"job {jid}: scontrol answered for job {answered[0].get('JobId', '?')[:40]} instead")
+    if filtered and answered and not records:
+        raise SlurmGpuError(f"job {jid}: squeue answered for job {answered[0].get('JobId', '?')[:40]} instead")
     return records
 
 
 def gather_and_explain(job_id: str, policy_opt: str | None) -> Why | None:
     from slurm_gpu.adapters.slurm import SbatchCli
     from slurm_gpu.cluster import why as w
+    from slurm_gpu.slurm.records import parse_node_fields
 
     jid = parse_job_id(job_id)  # 1..4294967293, 1234_5, 1234+1: Slurm would read 0 as every job, wrap the rest
-    SbatchCli().preflight()  # a SLURM_CONF naming no file: one line now, not a client retrying for a minute
-    text = _read(["scontrol", "show", "job", "-o", str(jid)], ok_fail="Invalid job id")
-    records = records_for(jid, text or "")
+    client = SbatchCli()
+    client.preflight()  # a SLURM_CONF naming no file: one line now, not a client retrying for a minute
+    records = records_for(jid, [j.fields for j in client.job_records([jid.job]).jobs],
+                          filtered=client.spelling().squeue_json_filters)
     if not records:
         return None
     job = next((r for r in records if r.get("JobState", "").startswith("PENDING")), records[0])
     if not job.get("JobState", "").startswith("PENDING"):
         return w.explain(job)
     policy = _policy(policy_opt)
-    jobs = w.parse_records(_read(["scontrol", "show", "job", "-o"]) or "", "JobId")
-    nodes = w.parse_records(_read(["scontrol", "show", "node", "-o"]) or "", "NodeName")
+    read = client.job_records()
+    jobs = [j.fields for j in read.jobs]
+    nodes = parse_node_fields(_read(["scontrol", "show", "node", "-o"]) or "")
     parts = w.parse_records(_read(["scontrol", "show", "partition", "-o"]) or "", "PartitionName")
     try:  # accounting may be down: the QOS limits then come from the policy
         qos = w.parse_qos(_read(["sacctmgr", "-nP", "show", "qos", f"format={w.QOS_FORMAT}"]) or "")

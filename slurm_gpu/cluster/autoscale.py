@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """``slurm-gpu report --autoscale``: a scaling signal per GPU type, pure (docs/report.md "Autoscale").
 
-In: ``scontrol show job -d -o`` (pending jobs: their whole GPU request from their TRES, read by
-:func:`slurm_gpu.slurm.records.job_tres`; their SubmitTime, partition and QOS), the report document of
+In: the job records (:func:`slurm_gpu.slurm.records.read_jobs`'s fields; pending jobs: their whole GPU
+request from their TRES, read by :func:`slurm_gpu.slurm.records.job_tres`; their SubmitTime, partition and
+QOS), the report document of
 the window (its per-type efficiency E), the policy (thresholds, class targets) and the time now.
 
 Per GPU type: ``pending_jobs``, ``pending_gpus`` (the demand that could not start), ``waiting_over_target``
@@ -14,8 +15,7 @@ else ``hold``.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from slurm_gpu.cluster.report import class_of
@@ -26,7 +26,6 @@ SCHEMA = "slurm-gpu.autoscale/1"
 DEFAULT_MIN_WAITING = 0
 DEFAULT_TARGET_WAIT_S = 3600
 DEFAULT_SCALE_DOWN_BELOW = 0.7
-_FIELD = re.compile(r"(?:^| )(JobState|SubmitTime|QOS|Partition|TRES|ReqTRES|AllocTRES)=(\S*)")
 
 
 def thresholds(policy: Any = None) -> tuple[int, int, float]:
@@ -43,14 +42,11 @@ def target_wait(job_class: str, policy: Any = None) -> int:
     return thresholds(policy)[1]
 
 
-def pending_demand(jobs_text: str, now: float, policy: Any = None) -> dict[str, dict[str, Any]]:
+def pending_demand(jobs: Iterable[Mapping[str, str]], now: float, policy: Any = None) -> dict[str, dict[str, Any]]:
     """GPU type -> pending jobs, GPUs they ask for (the job's whole request: its TRES, which 22.05 prints
     as ``TRES=`` and 24.11 as ``ReqTRES=`` while pending), and how many waited over their class's target."""
     out: dict[str, dict[str, Any]] = {}
-    for line in jobs_text.splitlines():
-        if not line.startswith("JobId="):
-            continue
-        fields = dict(_FIELD.findall(line))
+    for fields in jobs:
         if (fields.get("JobState") or "").split(" ")[0] != "PENDING":
             continue
         submit = sacct_time(fields.get("SubmitTime"))
@@ -65,10 +61,11 @@ def pending_demand(jobs_text: str, now: float, policy: Any = None) -> dict[str, 
     return out
 
 
-def autoscale(jobs_text: str, report_doc: Mapping[str, Any], now: float, policy: Any = None) -> dict[str, Any]:
-    """The --autoscale document."""
+def autoscale(jobs: Iterable[Mapping[str, str]], report_doc: Mapping[str, Any], now: float,
+              policy: Any = None) -> dict[str, Any]:
+    """The --autoscale document; ``jobs``: the job records' fields."""
     k, _, below = thresholds(policy)
-    demand = pending_demand(jobs_text, now, policy)
+    demand = pending_demand(jobs, now, policy)
     types: dict[str, Any] = {}
     for t in sorted(set(demand) | set(report_doc.get("types", {}))):
         d = demand.get(t, {"pending_jobs": 0, "pending_gpus": 0, "waiting_over_target": 0})

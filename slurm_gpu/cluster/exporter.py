@@ -114,11 +114,14 @@ def job_metrics(records: Iterable[Mapping[str, Any]], t: _Text | None = None) ->
     return t
 
 
-def exposition(summary: Mapping[str, Any] | None, records: Iterable[Mapping[str, Any]] = ()) -> str:
-    """The whole textfile."""
+def exposition(summary: Mapping[str, Any] | None, records: Iterable[Mapping[str, Any]] = (),
+               skipped: int | None = None) -> str:
+    """The whole textfile. ``skipped``: Slurm records the cluster view could not read and left out."""
     t = _Text()
     if summary is not None:
         cluster_metrics(summary, t)
+        t.add("slurm_gpu_records_skipped", "gauge", "Slurm node or job records the cluster view could not read "
+              "and left out (slurm-gpu exporter logs each).", {}, skipped)
     job_metrics(records, t)
     return t.text()
 

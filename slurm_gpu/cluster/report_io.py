@@ -93,8 +93,10 @@ def gather_autoscale(report_doc: Mapping[str, Any], policy: Any, env: Mapping[st
     from slurm_gpu.adapters.slurm import SbatchCli
     from slurm_gpu.cluster.autoscale import autoscale
 
-    jobs = SbatchCli(env=env).jobs_text()
-    return autoscale(jobs, report_doc, time.time() if now is None else now, policy)
+    jobs = SbatchCli(env=env).job_records()
+    for problem in jobs.problems:
+        sys.stderr.write(f"slurm-gpu report: {problem}\n")
+    return autoscale([j.fields for j in jobs.jobs], report_doc, time.time() if now is None else now, policy)
 
 
 def _stderr(line: str) -> None:
@@ -191,9 +193,11 @@ def exporter_text(records_dir: str | None, stats_file: str | None, env: Mapping[
         from slurm_gpu.adapters.slurm import SbatchCli
 
         source = SbatchCli(env=env)
-    view = from_texts(source.nodes_text(), source.jobs_text(), source.partitions_text(), None)
+    view = from_texts(source.nodes_text(), source.jobs_json(), source.partitions_text(), None)
+    for problem in view.problems:
+        sys.stderr.write(f"slurm-gpu exporter: {problem}\n")
     records = read_stats_records(stats_file) if stats_file else []
-    return exposition(view.summary, records)
+    return exposition(view.summary, records, skipped=len(view.problems))
 
 
 __all__ = ["gather_docs", "write_html", "gather_report", "gather_autoscale", "sacct_window", "read_stats_records",

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """``slurm-gpu why JOBID``, the decision (pure: parsed records and the policy in, data out).
 
-Inputs are what the one Slurm adapter read, parsed by :mod:`slurm_gpu.slurm.records`: the job's
-``scontrol show job -o`` record, every job's record (the user's GPUs in use under a QOS, the jobs it
+Inputs are what the one Slurm adapter read, parsed by :mod:`slurm_gpu.slurm.records`: the job's record
+and every job's (squeue's JSON in scontrol's field names: the user's GPUs in use under a QOS, the jobs it
 depends on), ``scontrol show node -o`` and ``scontrol show partition -o`` records, and the QOS limits
 from ``sacctmgr -nP show qos`` (:data:`QOS_FORMAT`, parsed here by :func:`parse_qos`: records.py has no
 sacctmgr parser). :func:`explain` returns a :class:`Why`; the CLI prints it.
@@ -119,8 +119,11 @@ class Why(NamedTuple):
 # ---- small parsers (records.py has none for these) ----------------------------------------------
 
 def parse_records(text: str, first_key: str) -> list[dict[str, str]]:
-    """``scontrol show job|partition -o`` (one record per line) -> records."""
-    return [parse_kv_line(ln.strip()) for ln in text.splitlines() if ln.startswith(f"{first_key}=")]
+    """``scontrol show partition|node -o`` (one record per line; they hold no user text) -> records. Jobs
+    come from :func:`slurm_gpu.slurm.records.read_jobs`, never from scontrol's text."""
+    if first_key == "JobId":
+        raise ValueError("job records are read from squeue's JSON (slurm_gpu.slurm.records.read_jobs)")
+    return [parse_kv_line(ln.strip(), first_wins=True) for ln in text.split("\n") if ln.startswith(f"{first_key}=")]
 
 
 def parse_qos(text: str) -> dict[str, dict[str, str]]:

@@ -4,7 +4,7 @@
 Every command goes through the one runner (:func:`slurm_gpu.adapters.slurm.run_slurm`, with a timeout:
 a client hangs ~9 s when slurmctld is down) and every record is read by :mod:`slurm_gpu.slurm.records`.
 Used by ``slurm-gpu lab``, the demo and the test fixtures: poll job states with a deadline (never a
-fixed sleep), read ``scontrol -d show job``.
+fixed sleep), read a job's record (squeue's JSON, the one job reader: docs/records.md).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import subprocess
 import time
 
 from slurm_gpu.adapters.slurm import run_slurm
-from slurm_gpu.slurm.records import NodeAlloc, job_detail, parse_parsable
+from slurm_gpu.slurm.records import NodeAlloc, job_from, parse_node_records, parse_parsable, read_jobs, topology_of
 
 FINAL_STATES = frozenset(
     {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE"}
@@ -110,11 +110,28 @@ def sbatch(
     return result.job_id
 
 
-def show_job(slurm_conf: str, job_id: int | str, timeout_s: float = 5) -> tuple[dict[str, str], list[NodeAlloc]]:
-    """``scontrol -d show job``: (key -> value of the job record, the per-node allocations)."""
-    r = run(["scontrol", "-d", "show", "job", str(job_id)], slurm_conf, timeout_s=timeout_s, check=True)
-    return job_detail(r.stdout)
+def show_job(slurm_conf: str, job_id: int | str, timeout_s: float = 15) -> tuple[dict[str, str], list[NodeAlloc]]:
+    """The job's record from squeue's JSON: (its fields in scontrol's names, the per-node allocations with
+    CPU ids from the nodes' topology); SubmitError when Slurm has no record of it."""
+    from slurm_gpu.errors import SubmitError
+
+    nodes = run(["scontrol", "show", "node", "-o"], slurm_conf, timeout_s=timeout_s, check=True).stdout
+    r = run(["squeue", "--json", "-t", "all", "-j", str(job_id)], slurm_conf, timeout_s=timeout_s, check=True)
+    rec = job_from(read_jobs(r.stdout, topology_of(parse_node_records(nodes))), int(job_id))
+    if rec is None:
+        raise SubmitError(f"job {job_id}: squeue --json has no record of it")
+    return dict(rec.fields), list(rec.allocs)
 
 
-__all__ = ["run", "ping", "node_states", "job_state", "wait_job", "sbatch", "show_job", "client_env", "NodeAlloc",
+def job_records(slurm_conf: str, job_id: int | str, timeout_s: float = 15) -> list[dict[str, str]]:
+    """The fields (scontrol's names, from squeue's JSON) of the job and of what belongs to it: the
+    components of a heterogeneous job, the tasks of an array; in job id order, [] when Slurm has none."""
+    base = str(job_id).split("_")[0]
+    r = run(["squeue", "--json", "-t", "all", "-j", base], slurm_conf, timeout_s=timeout_s, check=True)
+    return [dict(j.fields) for j in read_jobs(r.stdout).jobs
+            if base in (j.fields["JobId"], j.fields.get("HetJobId"), j.fields.get("ArrayJobId"))]
+
+
+__all__ = ["run", "ping", "node_states", "job_state", "wait_job", "sbatch", "show_job", "job_records", "client_env",
+           "NodeAlloc",
            "FINAL_STATES", "GOOD_NODE_STATES"]

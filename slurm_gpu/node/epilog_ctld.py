@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """``slurm-gpu-epilog-ctld``'s work: read the ended job's facts (Slurm's EpilogSlurmctld environment and
-``scontrol -o show job``), its checkpoint directory and the policy, decide (slurm_gpu/node/requeue.py)
-and requeue the job (``scontrol requeue``) or log why not. docs/checkpointing.md, "The controller-side hook".
+``squeue -O`` fields that hold no user text), its checkpoint directory and the policy, decide
+(slurm_gpu/node/requeue.py), read the job again from squeue's JSON (a second, independent call: the
+two must agree) and requeue the job (``scontrol requeue``) or log why not. docs/checkpointing.md, "The
+controller-side hook"; docs/records.md.
 
 It runs as SlurmUser (or root) for every job that ends, so it is cheap for jobs it has nothing to do with
-(one ``scontrol`` call), reads the user's directory without following the user's symlinks
+(one ``squeue`` call), reads the user's directory without following the user's symlinks
 (adapters/fs.py open_dir, then adapters/markers.py with the job's uid as the expected owner), never
 writes there, and never raises: :func:`run` turns every problem into a log line.
 """
@@ -26,8 +28,10 @@ from slurm_gpu.node.requeue import (
     PolicyFacts,
     decide,
     facts_from,
-    forged_keys,
 )
+
+# The keys the decision rests on, which both reads must give alike before a requeue (docs/records.md).
+RECHECKED = ("JobState", "Reason", "Restarts", "PreemptTime", "Requeue", "BatchFlag", "StartTime", "Partition")
 
 PROG = "slurm-gpu-epilog-ctld"
 DEFAULT_LOG = "/var/log/slurm-gpu/epilog-ctld.log"
@@ -45,18 +49,44 @@ def client_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def job_record(job_id: int, env: Mapping[str, str]) -> tuple[dict[str, str], str]:
-    """``scontrol -o show job ID`` parsed, or ({}, why not)."""
+    """``squeue -h -t all -j ID -O ...`` (fields that hold no user text; the work dir last), or ({}, why not)."""
     from slurm_gpu.adapters.slurm.runner import run_slurm
-    from slurm_gpu.slurm.records import one_line, parse_kv_line
+    from slurm_gpu.slurm.records import one_line, parse_squeue_job, squeue_format
 
-    proc = run_slurm(["scontrol", "-o", "show", "job", str(job_id)], env=env, timeout_s=SCONTROL_TIMEOUT_S)
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("JobId=")), "")
-    if proc.returncode != 0 or not line:
-        return {}, f"scontrol show job {job_id}: {one_line(proc.stderr, f'exit {proc.returncode}, no record')}"
-    twice = forged_keys(line)
-    if twice:
-        return {}, f"scontrol show job {job_id}: {', '.join(twice)} appear(s) twice (user text); left alone"
-    return parse_kv_line(line), ""
+    proc = run_slurm(["squeue", "-h", "-t", "all", "-j", str(job_id), "-O", squeue_format()], env=env,
+                     timeout_s=SCONTROL_TIMEOUT_S)
+    rec = parse_squeue_job(proc.stdout, job_id) if proc.returncode == 0 else None
+    if rec is None:
+        return {}, f"squeue -j {job_id}: {one_line(proc.stderr, f'exit {proc.returncode}, no record')}"
+    rec["UserId"] = f"({rec['UserId']})"  # the uid, as facts_from and the recheck compare it
+    return rec, ""
+
+
+def recheck(job_id: int, first: Mapping[str, str], env: Mapping[str, str]) -> str:
+    """The second read before a requeue: squeue's JSON (another format, another call; the reader user text
+    cannot steer) must give the job the same :data:`RECHECKED` values and uid. "" when it does, else why not."""
+    from slurm_gpu.adapters.slurm.runner import run_slurm
+    from slurm_gpu.errors import SlurmGpuError
+    from slurm_gpu.slurm.records import job_from, one_line, read_jobs
+
+    proc = run_slurm(["squeue", "--json", "-t", "all", "-j", str(job_id)], env=env, timeout_s=SCONTROL_TIMEOUT_S)
+    if proc.returncode != 0:
+        return f"squeue --json -j {job_id}: {one_line(proc.stderr, f'exit {proc.returncode}')}"
+    try:
+        rec = job_from(read_jobs(proc.stdout), job_id)
+    except SlurmGpuError as exc:
+        return str(exc)
+    if rec is None:
+        return f"squeue --json has no record of job {job_id}"
+    uid = rec.fields.get("UserId", "").rpartition("(")[2]
+    differ = [k for k in RECHECKED  # a reason Slurm wrote as text may show "_" for its spaces in one of them
+              if rec.fields.get(k, "").replace(" ", "_") != first.get(k, "").replace(" ", "_")]
+    if uid != first.get("UserId", "").rpartition("(")[2]:
+        differ.append("UserId")
+    if differ:
+        return "the two reads of the job differ in " + ", ".join(
+            f"{k} ({first.get(k, '')[:40]!r} / {rec.fields.get(k, '')[:40]!r})" for k in differ)
+    return ""
 
 
 def epoch(text: str | None) -> float | None:
@@ -146,6 +176,11 @@ def handle(env: Mapping[str, str], policy_path: str, say: Say, dry_run: bool = F
         if verbose:
             say(f"job {job.job_id}: nothing to do: {decision.reason}")
         return decision
+    if decision.action == "requeue":
+        differ = recheck(job.job_id, record, cenv)
+        if differ:
+            decision = Decision("leave", f"{decision.cause}: {differ}; not requeued", decision.cause,
+                                decision.restarts, decision.step)
     if decision.action == "requeue" and not dry_run:
         failed = requeue(job.job_id, cenv)
         if failed:
@@ -163,5 +198,5 @@ def policy_path_from(env: Mapping[str, str], given: str | None) -> str:
     return given or env.get(ENV_POLICY) or DEFAULT_POLICY_PATH
 
 
-__all__ = ["handle", "read_ckpt", "epoch", "job_record", "requeue", "DEFAULT_LOG", "ENV_LOG", "PROG",
-           "CKPT_SUBDIR", "policy_path_from"]
+__all__ = ["handle", "read_ckpt", "epoch", "job_record", "recheck", "RECHECKED", "requeue", "DEFAULT_LOG",
+           "ENV_LOG", "PROG", "CKPT_SUBDIR", "policy_path_from"]

@@ -9,7 +9,7 @@ preemption's grace time. Slurm already requeues a job that is preempted under ``
 or that loses a node with ``--requeue``, and the rendered script requeues itself on a time-limit stop
 it survives; then the job's restart count has moved on by the time the hook runs, and it does nothing.
 
-What the hook sees (measured on Slurm 22.05.8): ``scontrol -o show job`` says ``JobState=COMPLETING``
+What the hook sees (measured on Slurm 22.05.8): ``squeue -O State`` says ``COMPLETING`` (as scontrol does)
 while EpilogSlurmctld runs, whatever the end was; the end shows in ``Reason=`` (``TimeLimit``,
 ``NodeDown``), ``PreemptTime=`` (set for a preemption) and ``Restarts=`` (one more than the
 environment's ``SLURM_JOB_RESTART_COUNT`` when Slurm or the job requeued it already). A base state
@@ -44,7 +44,8 @@ _NOT_ENDED = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "R
 @record
 class JobFacts(Record):
     """What the hook knows of the job: Slurm's EpilogSlurmctld environment (``env_*``) and
-    ``scontrol -o show job`` (the rest). ``start_s``: the ended run's StartTime, seconds since the epoch."""
+    ``squeue -O`` (the rest: :func:`slurm_gpu.slurm.records.parse_squeue_job`). ``start_s``: the ended run's
+    StartTime, seconds since the epoch."""
 
     job_id: int
     uid: int
@@ -106,7 +107,7 @@ def _int(text: str | None, hi: int = 1 << 31) -> int | None:
 
 
 def facts_from(env: Mapping[str, str], record: Mapping[str, str], start_s: float | None) -> JobFacts | None:
-    """JobFacts from the hook's environment and the job's ``scontrol -o`` record (parsed); None when the
+    """JobFacts from the hook's environment and the job's record (``squeue -O``, parsed); None when the
     environment names no job (SLURM_JOB_ID, SLURM_JOB_UID). The environment wins for who the job is;
     the record must be the same job."""
     job_id, uid = _int(env.get("SLURM_JOB_ID"), MAX_JOB_ID), _int(env.get("SLURM_JOB_UID"))
@@ -190,20 +191,6 @@ def decide(job: JobFacts, policy: PolicyFacts | None, ckpt: CkptView | None) -> 
                     f"resume from step {fresh.step} ({fresh.path})", cause, restarts, fresh)
 
 
-__all__ = ["forged_keys", "TRUSTED_KEYS",
-           "JobFacts", "PolicyFacts", "CkptView", "Decision", "CKPT_SUBDIR", "MISSING", "policy_facts", "facts_from",
+__all__ = ["JobFacts", "PolicyFacts", "CkptView", "Decision", "CKPT_SUBDIR", "MISSING", "policy_facts", "facts_from",
            "cause_of", "decide"]
 
-
-# The keys the decision rests on. The job's name, comment and paths are the user's text inside the same
-# `scontrol -o show job` line, where the last value of a key wins: a key that appears twice was written
-# by the user (`-J "x JobState=COMPLETING PreemptTime=... Restarts=0"`), and the job is left alone.
-TRUSTED_KEYS = ("JobId", "UserId", "JobState", "Reason", "Restarts", "PreemptTime", "Requeue", "BatchFlag",
-                "StartTime", "EndTime", "WorkDir", "Partition", "QOS")
-
-
-def forged_keys(line: str) -> list[str]:
-    """The trusted keys that appear more than once in a one-line job record."""
-    import re
-
-    return [k for k in TRUSTED_KEYS if len(re.findall(rf"(?:^| ){k}=", line)) > 1]

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The locality rule, checked from what the scheduler reports. Pure (text in, verdict out).
+"""The locality rule, checked from what the scheduler reports. Pure (records in, verdict out).
 
-For each node of a job (``scontrol show job -d``: ``Nodes=X CPU_IDs=... GRES=gpu:T:N(IDX:...)``),
-against that node's gres.conf ``Cores=``:
+For each node of a job (its allocation as :func:`slurm_gpu.slurm.records.read_jobs` reads it: the node's
+CPU ids and GPU indices, scontrol's ``Nodes=X CPU_IDs=... GRES=gpu:T:N(IDX:...)``), against that node's
+gres.conf ``Cores=``:
 
 1. every allocated GPU has its share of the job's cores among the cores local to it: for each
    group of allocated GPUs with the same local cores, the job holds at least
@@ -12,10 +13,12 @@ against that node's gres.conf ``Cores=``:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from slurm_gpu.cpulist import parse_cpulist
 from slurm_gpu.digits import ascii_int
 from slurm_gpu.hostlist import expand_hostlist
-from slurm_gpu.slurm.records import NodeAlloc, node_allocs
+from slurm_gpu.slurm.records import NodeAlloc
 
 
 def _cpuset(text: str) -> frozenset[int]:
@@ -43,10 +46,6 @@ def parse_gres_conf(text: str) -> dict[str, dict[int, frozenset[int]]]:
     return out
 
 
-# the per-node lines of ``scontrol show job -d``; parsed in slurm_gpu.slurm.records, named here for callers
-parse_job_detail = node_allocs
-
-
 def check_node(alloc: NodeAlloc, gpu_cores: dict[int, frozenset[int]], cpus_per_gpu: int | None = None) -> list[str]:
     """Problems with one node's allocation ([] = the rule holds). ``cpus_per_gpu`` defaults to the
     job's cores on the node divided evenly by its GPUs there."""
@@ -69,11 +68,10 @@ def check_node(alloc: NodeAlloc, gpu_cores: dict[int, frozenset[int]], cpus_per_
     return problems
 
 
-def check_job(detail_text: str, gres_conf: dict[str, dict[int, frozenset[int]]],
+def check_job(allocs: Sequence[NodeAlloc], gres_conf: dict[str, dict[int, frozenset[int]]],
               cpus_per_gpu: int | None = None) -> list[str]:
-    """Problems with a whole job ([] = every node meets the rule)."""
+    """Problems with a whole job ([] = every node meets the rule); ``allocs``: its per-node allocations."""
     problems = []
-    allocs = parse_job_detail(detail_text)
     if not allocs:
         return ["no per-node allocation lines (job not running?)"]
     for alloc in allocs:
@@ -82,4 +80,4 @@ def check_job(detail_text: str, gres_conf: dict[str, dict[int, frozenset[int]]],
     return problems
 
 
-__all__ = ["parse_gres_conf", "parse_job_detail", "check_node", "check_job", "NodeAlloc"]
+__all__ = ["parse_gres_conf", "check_node", "check_job", "NodeAlloc"]

@@ -1,27 +1,31 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The one home of the parsers of Slurm's records (pure: text in, data out).
+"""The one home of the parsers of Slurm's records (pure: text in, data out). docs/records.md.
 
-- ``scontrol show job -o`` / ``scontrol show node -o``: :func:`parse_kv_line`, :func:`job_state_of`;
-- ``scontrol show job -d`` (multi-line, with per-node ``Nodes=… CPU_IDs=… GRES=…`` lines):
-  :func:`job_detail` -> (job fields, :class:`NodeAlloc` per node);
-- ``sbatch --parsable`` stdout: :func:`parse_parsable`;
-- ``sbatch --test-only`` stderr: :func:`parse_test_only`;
-- ``sbatch --version``: :func:`parse_sbatch_version`;
-- a client's stderr -> its one useful line: :func:`one_line`.
+- jobs: squeue's JSON (``squeue --json``, both shapes: 22.05's openapi/v0.0.38 and data_parser/v0.0.42):
+  :func:`read_jobs` -> :class:`JobRecord` per job (fields in scontrol's names, per-node allocations),
+  each job read on its own; the only job reader, because a job's name, comment, paths and submit line
+  are the user's text and scontrol's text prints them raw;
+- one job's state without user text (``squeue -O``): :func:`squeue_format`, :func:`parse_squeue_job`;
+- ``scontrol show node -d -o`` / ``show partition -o`` (no user text in them): :func:`parse_node_records`,
+  :func:`parse_node_fields`, :func:`parse_kv_line`, :func:`partition_gpu_defaults`;
+- ``sbatch --parsable`` stdout: :func:`parse_parsable`; ``sbatch --test-only`` stderr: :func:`parse_test_only`;
+- ``sbatch --version``: :func:`parse_sbatch_version`; a client's stderr -> its one useful line: :func:`one_line`.
 
-Texts are those the lab's 22.05.8 and 24.11.5 printed (tests/adapters hold them).
+Texts are those the lab's 22.05.8 and 24.11.5 printed (tests/adapters/data holds them).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from types import MappingProxyType
+from typing import Any
 
 from slurm_gpu.cpulist import parse_cpulist
 from slurm_gpu.digits import is_digits
-from slurm_gpu.hostlist import expand_hostlist
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.release import parse_sbatch_version
 
@@ -92,32 +96,32 @@ def one_line(stderr: str, fallback: str) -> str:
     return lines[-1] if lines else fallback
 
 
-def parse_kv_line(line: str) -> dict[str, str]:
-    """``scontrol -o`` output: space separated ``Key=Value`` pairs (values may contain ``=``; a word
-    without ``=`` continues the previous value, e.g. ``Reason=`` text or a ``Command`` path with spaces)."""
+def parse_kv_line(line: str, first_wins: bool = False) -> dict[str, str]:
+    """One ``scontrol -o`` node or partition record: space separated ``Key=Value`` pairs (values may
+    contain ``=``; a word without ``=`` continues the previous value, e.g. a node's ``Reason=`` text).
+    ``first_wins``: a key printed again (inside free text) keeps its first value. Never for jobs: their
+    records hold the user's text (:func:`read_jobs`)."""
     out: dict[str, str] = {}
-    key = None
+    key: str | None = None
     for word in line.split(" "):
         if "=" in word and not word.startswith("="):
             key, _, value = word.partition("=")
-            out[key] = value
+            if first_wins and key in out:
+                key = None  # a repeat and the words after it are the free text's, not a field
+            else:
+                out[key] = value
         elif key and word:
             out[key] += " " + word
     return out
 
 
-def _cpuset(text: str) -> frozenset[int]:
-    return frozenset(parse_cpulist(text)) if text and text != "(null)" else frozenset()
-
-
 def gpu_indices(gres: str) -> frozenset[int]:
-    """``gpu:h100:2(IDX:0,4),gpu:a100:1(IDX:2)`` -> {0, 2, 4} (GPU items only)."""
+    """``gpu:h100:2(IDX:0,4),gpu:a100:1(IDX:2)`` -> {0, 2, 4} (GPU items only; indices over
+    :data:`MAX_GRES_INDEX` are no device's and are dropped with their item)."""
     idx: set[int] = set()
-    for part in gres.split("),"):
-        if "(IDX:" in part and part.startswith("gpu"):
-            text = part.split("(IDX:", 1)[1].rstrip(")")
-            if text and text != "N/A":
-                idx |= set(parse_cpulist(text))
+    for item in parse_gres_counts(gres):
+        if item.name == "gpu" and item.idx:
+            idx |= item.idx
     return frozenset(idx)
 
 
@@ -129,36 +133,6 @@ def job_tres(record: Mapping[str, str]) -> dict[str, str]:
     if text in ("(null)", "None"):
         text = record.get("ReqTRES") or ""
     return dict(item.split("=", 1) for item in text.split(",") if "=" in item)
-
-
-def node_allocs(detail_text: str) -> list[NodeAlloc]:
-    """The per-node lines of ``scontrol show job -d`` (one or several nodes per line)."""
-    allocs = []
-    for raw in detail_text.splitlines():
-        line = raw.strip()
-        if not line.startswith("Nodes=") or "CPU_IDs=" not in line:
-            continue
-        fields = parse_kv_line(line)
-        cpus = _cpuset(fields.get("CPU_IDs", ""))
-        gres = fields.get("GRES", "")
-        for node in expand_hostlist(fields["Nodes"]):
-            allocs.append(NodeAlloc(node, cpus, gpu_indices(gres), gres))
-    return allocs
-
-
-def job_detail(detail_text: str) -> tuple[dict[str, str], list[NodeAlloc]]:
-    """``scontrol show job -d``: (key -> value of the job record, first occurrence wins; the per-node
-    allocations). Values with spaces keep only their first word here; use ``-o`` for those."""
-    fields: dict[str, str] = {}
-    for raw in detail_text.splitlines():
-        line = raw.strip()
-        if line.startswith("Nodes=") and "CPU_IDs=" in line:
-            continue
-        for word in line.split():
-            key, sep, value = word.partition("=")
-            if sep and key:
-                fields.setdefault(key, value)
-    return fields, node_allocs(detail_text)
 
 
 def parse_parsable(stdout: str) -> SubmitResult | None:
@@ -213,13 +187,22 @@ def job_state_of(job_id: int, rec: Mapping[str, str]) -> JobState:
 
 
 def parse_nodes(text: str) -> dict[str, dict[str, str]]:
-    """``scontrol show node -o`` (one node per line) -> node name -> its fields."""
-    out: dict[str, dict[str, str]] = {}
-    for line in text.splitlines():
-        if line.startswith("NodeName="):
-            rec = parse_kv_line(line.strip())
-            out[rec["NodeName"]] = rec
-    return out
+    """``scontrol show node -o`` (one node per line) -> node name -> its fields (:func:`parse_node_fields`)."""
+    return {rec["NodeName"]: rec for rec in parse_node_fields(text)}
+
+
+def _record_lines(text: str, first_key: str) -> list[str]:
+    """The one-line records of ``scontrol show X -o``: lines (split at "\\n" only: splitlines() also cuts
+    at \\r, \\x1e, \\x85, U+2028 ...) that start with ``first_key=``."""
+    head = f"{first_key}="
+    return [line.rstrip("\r") for line in text.split("\n") if line.startswith(head)]
+
+
+def parse_node_fields(text: str) -> list[dict[str, str]]:
+    """``scontrol show node -o`` -> one dict per node. Node records hold no user text (their Reason,
+    Comment and Features are the admin's); a key printed twice keeps its first value, which is Slurm's
+    (free text such as Reason comes after the keys read here)."""
+    return [parse_kv_line(line.strip(), first_wins=True) for line in _record_lines(text, "NodeName")]
 
 
 # -- nodes and GRES (the cluster view) ------------------------------------------------------------
@@ -331,6 +314,7 @@ class NodeRecord(NamedTuple):
     gres: tuple[GresCount, ...]
     gres_used: tuple[GresCount, ...]
     reason: str = ""
+    threads: int = 1  # ThreadsPerCore
 
 
 def _int(fields: Mapping[str, str], *keys: str) -> int:
@@ -351,26 +335,49 @@ def node_record(fields: Mapping[str, str]) -> NodeRecord:
                       sockets=_int(fields, "Sockets") or 1, cores_per_socket=_int(fields, "CoresPerSocket") or 1,
                       gres=parse_gres_counts(fields.get("Gres", "")),
                       gres_used=parse_gres_counts(fields.get("GresUsed", "")),
-                      reason=fields.get("Reason", ""))
+                      reason=fields.get("Reason", ""), threads=_int(fields, "ThreadsPerCore") or 1)
 
 
 _NODE_KEYS = re.compile(r"(?:^| )(NodeName|State|Partitions|CPUTot|CPUEfctv|CPUAlloc|RealMemory|AllocMem|Sockets|"
-                        r"CoresPerSocket|Gres|GresUsed)=(\S*)")
+                        r"CoresPerSocket|ThreadsPerCore|Gres|GresUsed)=(\S*)")
 _REASON = re.compile(r" Reason=(.*?)(?= [A-Za-z_/:]+=|$)")
 
 
-def parse_node_records(text: str) -> list[NodeRecord]:
-    """``scontrol show node -d -o`` -> one NodeRecord per ``NodeName=`` line. Reads only the keys
-    NodeRecord holds (one regular expression per line: the cluster view reads thousands of nodes)."""
-    out = []
-    for line in text.splitlines():
-        if line.startswith("NodeName="):
-            fields = dict(_NODE_KEYS.findall(line))
+class NodesRead(NamedTuple):
+    nodes: tuple[NodeRecord, ...]
+    problems: tuple[str, ...] = ()
+
+
+def read_node_records(text: str) -> NodesRead:
+    """``scontrol show node -d -o`` -> one NodeRecord per ``NodeName=`` line (split at "\\n" only). Reads
+    only the keys NodeRecord holds, each at its first place (an admin's Reason text that spells a key
+    comes after them); a record that cannot be read is left out and named in ``problems``."""
+    out: list[NodeRecord] = []
+    problems: list[str] = []
+    for line in _record_lines(text, "NodeName"):
+        try:
+            fields: dict[str, str] = {}
+            for key, value in _NODE_KEYS.findall(line):
+                fields.setdefault(key, value)
             reason = _REASON.search(line)
             if reason:
                 fields["Reason"] = reason.group(1)
             out.append(node_record(fields))
-    return out
+        except (ValueError, OverflowError, RecursionError) as exc:
+            if len(problems) < 20:
+                problems.append(f"node {line[9:9 + line[9:].find(' ')][:40] if ' ' in line[9:] else line[9:49]}: "
+                                f"left out ({type(exc).__name__}: {str(exc)[:120]})")
+    return NodesRead(tuple(out), tuple(problems))
+
+
+def parse_node_records(text: str) -> list[NodeRecord]:
+    """:func:`read_node_records`'s nodes."""
+    return list(read_node_records(text).nodes)
+
+
+def topology_of(nodes: Iterable[NodeRecord]) -> dict[str, tuple[int, int]]:
+    """node -> (cores per socket, threads per core): what :func:`read_jobs` needs for CPU ids."""
+    return {n.name: (n.cores_per_socket, n.threads) for n in nodes}
 
 
 class JobGres(NamedTuple):
@@ -386,42 +393,27 @@ class JobGres(NamedTuple):
     held: tuple[tuple[str, tuple[GresCount, ...]], ...]  # (node, GRES with IDX) while allocated
 
 
-_JOB_KEYS = re.compile(r"(?:^| )(JobId|UserId|JobState|Partition|NumNodes|TresPerNode|TresPerJob|TRES|ReqTRES|"
-                       r"AllocTRES)=(\S*)")
-_JOB_NODE_GRES = re.compile(r" Nodes=(\S+) CPU_IDs=\S* (?:Mem=\S* )?GRES=(\S*)")
-
-
-def job_gres(line: str) -> JobGres:
-    """One ``scontrol show job -d -o`` line -> JobGres. The ``Nodes=X CPU_IDs=… Mem=… GRES=…`` groups of a
-    multi-node job are all read (a plain key/value parse would keep only the last); only the keys
-    JobGres needs are read (one regular expression per line)."""
-    fields = dict(_JOB_KEYS.findall(line))
-    held: list[tuple[str, tuple[GresCount, ...]]] = []
-    for nodes_text, gres_text in _JOB_NODE_GRES.findall(line):
-        gres = parse_gres_counts(gres_text)
-        if gres:
-            names = [nodes_text] if "[" not in nodes_text and "," not in nodes_text else expand_hostlist(nodes_text)
-            held.extend((node, gres) for node in names)
+def job_gres(job: JobRecord) -> JobGres:
+    """One job record -> JobGres: its GRES request per node and, while allocated, the GRES (with
+    indices) it holds on each node of its allocation."""
+    fields = job.fields
+    held = tuple((a.node, gres) for a in job.allocs if (gres := parse_gres_counts(a.gres)))
     # a pending job's NumNodes may be a range ("2-2", "2-4"): its minimum is what each node is asked for
-    m = re.match(r"[0-9]+", fields.get("NumNodes", ""))
+    m = re.match(r"[0-9]{1,9}", fields.get("NumNodes", ""))
     nodes = (int(m.group(0)) if m else 0) or 1
     request = parse_gres_counts(fields.get("TresPerNode", ""))
     if not request:  # --gpus=N: per job, spread over its nodes
         request = tuple(item._replace(count=-(-item.count // nodes))
                         for item in parse_gres_counts(fields.get("TresPerJob", "")))
     if not request:  # per task and the rest: the job's TRES, typed items first, per node
-        tres = [(k[5:].split(":", 1), v) for k, v in job_tres(fields).items() if k.startswith("gres/") and is_digits(v)]
+        tres = [(k[5:].split(":", 1), v) for k, v in job_tres(fields).items()
+                if k.startswith("gres/") and is_digits(v) and len(v) <= 9]
         typed = [(kt, v) for kt, v in tres if len(kt) == 2]
         chosen = typed or [(kt, v) for kt, v in tres if len(kt) == 1 and not any(t[0][0] == kt[0] for t in typed)]
         request = tuple(GresCount(kt[0], kt[1] if len(kt) == 2 else None, -(-int(v) // nodes)) for kt, v in chosen)
     user = fields.get("UserId", "").split("(", 1)[0]
     return JobGres(fields.get("JobId", ""), user, (fields.get("JobState") or "UNKNOWN").split()[0],
-                   fields.get("Partition", ""), nodes, request, tuple(held))
-
-
-def parse_job_gres(text: str) -> list[JobGres]:
-    """``scontrol show job -d -o`` -> one JobGres per ``JobId=`` line."""
-    return [job_gres(line) for line in text.splitlines() if line.startswith("JobId=")]
+                   fields.get("Partition", ""), nodes, request, held)
 
 
 def partition_gpu_defaults(text: str) -> dict[str, tuple[int, int]]:
@@ -438,9 +430,412 @@ def partition_gpu_defaults(text: str) -> dict[str, tuple[int, int]]:
     return out
 
 
+# -- job records: squeue's JSON, the one job reader -----------------------------------------------
+#
+# A job's name, comment, work dir, command, output paths, mail user and (26.05) submit line are the
+# user's text, and ``scontrol show job`` prints them raw between the keys: a name can hold a line break,
+# a whole ``JobId=…`` line or any ``Key=value``, and no text parser can tell them from Slurm's own
+# (docs/records.md shows two such records). squeue's JSON escapes every string, so its structure is
+# Slurm's alone. :func:`read_jobs` reads it into records in scontrol's own key names and spellings
+# (``JobState``, ``TRES``/``ReqTRES``/``AllocTRES``, ``TresPerNode=gres:gpu:h100:2``), so the code that
+# reads job fields is the same for every source; each job is read on its own and a job that cannot be
+# read is left out and named in ``problems``, never the whole answer.
+
+MAX_JOBS = 1_000_000  # jobs read from one document (Slurm's MaxJobCount is at most 64 M, sites use 10 k-1 M)
+MAX_JOB_NODES = 100_000  # nodes of one job's allocation
+MAX_NODE_CORES = 65_536  # cores of one node (sockets x cores per socket)
+NO_VAL = 0xFFFFFFFE  # Slurm's "not set" in the plain dialect (INFINITE is 0xFFFFFFFF)
+
+
+class JobRecord(NamedTuple):
+    """One job of squeue's JSON: ``fields`` in scontrol's key names and spellings (strings, as
+    ``scontrol show job -o`` prints them; keys the release does not report are absent), ``allocs`` the
+    per-node allocation (``scontrol show job -d``'s ``Nodes=… CPU_IDs=… GRES=…``)."""
+
+    job_id: int
+    fields: Mapping[str, str]
+    allocs: tuple[NodeAlloc, ...] = ()
+
+
+class JobsRead(NamedTuple):
+    jobs: tuple[JobRecord, ...]
+    problems: tuple[str, ...] = ()  # one line per job left out (and why)
+    dialect: str = ""  # openapi/v0.0.38, data_parser/v0.0.42, ...
+    release: str = ""  # meta's Slurm release: 22.05.8, 24.11.5
+
+
+def _num(value: Any) -> int | None:
+    """A number in either dialect (``5``; ``{"set": true, "infinite": false, "number": 5}``); None when
+    unset, NO_VAL or not a number; INFINITE (0xFFFFFFFF) when infinite."""
+    if isinstance(value, dict):
+        if value.get("infinite"):
+            return 0xFFFFFFFF
+        if not value.get("set"):
+            return None
+        value = value.get("number")
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return None if value == NO_VAL else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _or_null(value: Any) -> str:
+    return _text(value) or "(null)"
+
+
+def _jcount(value: Any) -> str | None:
+    n = _num(value)
+    return None if n is None or n >= NO_VAL else str(n)
+
+
+def _flag(value: Any) -> str | None:
+    return None if not isinstance(value, bool) else str(int(value))
+
+
+def _stamp(value: Any, unset: str = "Unknown") -> str:
+    """Epoch seconds -> scontrol's local time (2026-12-01T23:26:18); ``unset`` for 0 or unset."""
+    n = _num(value)
+    if not n or n >= NO_VAL:
+        return unset
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(n))
+    except (OverflowError, OSError, ValueError):
+        return unset
+
+
+def _minutes_text(value: Any) -> str | None:
+    """A time limit in minutes -> scontrol's ``04:00:00`` / ``1-00:00:00`` / ``UNLIMITED``."""
+    n = _num(value)
+    if n is None:
+        return None
+    if n >= NO_VAL:
+        return "UNLIMITED"
+    days, rest = divmod(n * 60, 86400)
+    hours, rest = divmod(rest, 3600)
+    text = f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{text}" if days else text
+
+
+def _mem(value: Any) -> str | None:
+    n = _num(value)
+    return None if n is None or n >= NO_VAL else f"{n}M"
+
+
+# job_state flags in the order scontrol's job_state_string() names them before the base state
+_STATE_FLAGS = ("COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD",
+                "SPECIAL_EXIT", "STOPPED", "REVOKED", "RESV_DEL_HOLD", "SIGNALING")
+
+
+def _state(value: Any) -> str:
+    """``"RUNNING"`` (plain) or ``["COMPLETED", "COMPLETING"]`` (wrapped) -> scontrol's ``COMPLETING``."""
+    if isinstance(value, str):
+        return value or "UNKNOWN"
+    names = [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+    for flag in _STATE_FLAGS:
+        if flag in names:
+            return flag
+    return names[0] if names else "UNKNOWN"
+
+
+def _exit(value: Any) -> str | None:
+    """The exit code as ``RC:SIG``: a wait status (plain) or {"return_code", "signal": {"id"}} (wrapped)."""
+    if isinstance(value, dict):
+        rc = _num(value.get("return_code"))
+        sig = _num((value.get("signal") or {}).get("id")) if isinstance(value.get("signal"), dict) else None
+        return f"{rc or 0}:{sig or 0}"
+    n = _num(value)
+    if n is None:
+        return None
+    signalled = (n & 0x7F) not in (0, 0x7F)
+    return f"{0 if signalled else (n >> 8) & 0xFF}:{n & 0x7F if signalled else 0}"
+
+
+def _who(name: Any, ident: Any) -> str | None:
+    n = _num(ident)
+    return None if n is None else f"{_text(name) or n}({n})"
+
+
+def _num_nodes(job: Mapping[str, Any]) -> str | None:
+    low, high = _num(job.get("node_count")), _num(job.get("max_nodes"))
+    if low is None:
+        return None
+    pending = _state(job.get("job_state")) == "PENDING"  # scontrol shows a pending job's range: 2-2, 2-4
+    return f"{low}-{high}" if pending and high and high < NO_VAL else str(low)
+
+
+def _reason(job: Mapping[str, Any]) -> str:
+    """scontrol prints the state description (spaces as ``_``) where Slurm set one, else the reason."""
+    desc = _text(job.get("state_description"))
+    return desc.replace(" ", "_") if desc else (_text(job.get("state_reason")) or "None")
+
+
+def _std_path(job: Mapping[str, Any], key: str) -> str | None:
+    """An output path as scontrol prints it: Slurm's default (``slurm-%j.out``, arrays ``slurm-%A_%a.out``)
+    where the job set none, relative to the work dir, with ``%j %A %a %u %x %N %%`` filled in (22.05's JSON
+    keeps the pattern; 24.11's fills it in already)."""
+    text = _text(job.get(key))
+    batch = job.get("batch_flag") is True
+    if not text:
+        if key == "standard_input":
+            return "/dev/null" if batch else None
+        if not batch:
+            return None
+        text = "slurm-%A_%a.out" if _num(job.get("array_job_id")) else "slurm-%j.out"
+    if "%" in text:
+        job_id = _num(job.get("job_id"))
+        array, task = _num(job.get("array_job_id")), _num(job.get("array_task_id"))
+        node = _text(job.get("batch_host")) or _text(job.get("nodes"))
+        values = {"j": str(job_id), "A": str(array or job_id), "a": str(task if task is not None else 4294967294),
+                  "u": _text(job.get("user_name")), "x": _text(job.get("name")), "N": node, "%": "%"}
+        text = re.sub(r"%([0-9]{0,4})([jAauxN%])", lambda m: values[m.group(2)].zfill(int(m.group(1) or 0)), text)
+    workdir = _text(job.get("current_working_directory"))
+    if not text.startswith("/") and workdir:
+        text = f"{workdir.rstrip('/')}/{text}"
+    return text
+
+
+def _tres(job: Mapping[str, Any]) -> str | None:
+    return _text(job.get("tres_alloc_str")) or _text(job.get("tres_req_str")) or None
+
+
+# scontrol key -> how to read it from one job object (None: the key is left out). A table, not a chain.
+_JOB_FIELDS: tuple[tuple[str, Callable[[Mapping[str, Any]], str | None]], ...] = (
+    ("JobName", lambda j: _text(j.get("name"))),
+    ("UserId", lambda j: _who(j.get("user_name"), j.get("user_id"))),
+    ("GroupId", lambda j: _who(j.get("group_name"), j.get("group_id"))),
+    ("Priority", lambda j: _jcount(j.get("priority"))),
+    ("Account", lambda j: _text(j.get("account"))),
+    ("QOS", lambda j: _text(j.get("qos"))),
+    ("JobState", lambda j: _state(j.get("job_state"))),
+    ("Reason", _reason),
+    ("Dependency", lambda j: _or_null(j.get("dependency"))),
+    ("Requeue", lambda j: _flag(j.get("requeue"))),
+    ("Restarts", lambda j: _jcount(j.get("restart_cnt"))),
+    ("BatchFlag", lambda j: _flag(j.get("batch_flag"))),
+    ("ExitCode", lambda j: _exit(j.get("exit_code"))),
+    ("DerivedExitCode", lambda j: _exit(j.get("derived_exit_code"))),
+    ("TimeLimit", lambda j: _minutes_text(j.get("time_limit"))),
+    ("SubmitTime", lambda j: _stamp(j.get("submit_time"))),
+    ("EligibleTime", lambda j: _stamp(j.get("eligible_time"))),
+    ("StartTime", lambda j: _stamp(j.get("start_time"))),
+    ("EndTime", lambda j: _stamp(j.get("end_time"))),
+    ("PreemptTime", lambda j: _stamp(j.get("preempt_time"), "None")),
+    ("Partition", lambda j: _text(j.get("partition"))),
+    ("Reservation", lambda j: _text(j.get("resv_name")) or None),
+    ("ReqNodeList", lambda j: _or_null(j.get("required_nodes"))),
+    ("ExcNodeList", lambda j: _or_null(j.get("excluded_nodes"))),
+    ("NodeList", lambda j: _text(j.get("nodes"))),
+    ("SchedNodeList", lambda j: _text(j.get("scheduled_nodes")) or None),
+    ("BatchHost", lambda j: _text(j.get("batch_host")) or None),
+    ("NumNodes", _num_nodes),
+    ("NumCPUs", lambda j: _jcount(j.get("cpus"))),
+    ("NumTasks", lambda j: _jcount(j.get("tasks"))),
+    ("CPUs/Task", lambda j: _jcount(j.get("cpus_per_task"))),
+    ("TRES", _tres),  # 22.05's one field: the allocation once allocated, else the request
+    ("ReqTRES", lambda j: _text(j.get("tres_req_str")) or None),
+    ("AllocTRES", lambda j: _text(j.get("tres_alloc_str")) or None),
+    ("MinMemoryNode", lambda j: _mem(j.get("memory_per_node"))),
+    ("MinMemoryCPU", lambda j: _mem(j.get("memory_per_cpu"))),
+    ("Features", lambda j: _or_null(j.get("features"))),
+    ("Command", lambda j: _text(j.get("command"))),
+    ("WorkDir", lambda j: _text(j.get("current_working_directory"))),
+    ("AdminComment", lambda j: _text(j.get("admin_comment")) or None),
+    ("Comment", lambda j: _text(j.get("comment")) or None),
+    ("StdErr", lambda j: _std_path(j, "standard_error") if _text(j.get("standard_error"))
+     else _std_path(j, "standard_output")),  # Slurm's default error file is the output file
+    ("StdIn", lambda j: _std_path(j, "standard_input")),
+    ("StdOut", lambda j: _std_path(j, "standard_output")),
+    ("TresPerJob", lambda j: _text(j.get("tres_per_job")) or None),
+    ("TresPerNode", lambda j: _text(j.get("tres_per_node")) or None),
+    ("TresPerSocket", lambda j: _text(j.get("tres_per_socket")) or None),
+    ("TresPerTask", lambda j: _text(j.get("tres_per_task")) or None),
+    ("CpusPerTres", lambda j: _text(j.get("cpus_per_tres")) or None),
+    ("MemPerTres", lambda j: _text(j.get("memory_per_tres")) or None),
+    ("TresBind", lambda j: _text(j.get("tres_bind")) or None),
+    ("TresFreq", lambda j: _text(j.get("tres_freq")) or None),
+    ("MailUser", lambda j: _text(j.get("mail_user")) or None),
+    ("SubmitLine", lambda j: _text(j.get("submit_line")) or None),  # 26.05 prints it in scontrol's text
+    ("ArrayJobId", lambda j: _jcount(j.get("array_job_id")) if _num(j.get("array_job_id")) else None),
+    ("ArrayTaskId", lambda j: (_jcount(j.get("array_task_id")) or _text(j.get("array_task_string")) or None)
+     if _num(j.get("array_job_id")) else None),  # a pending array's own record: its tasks (0-2)
+    ("HetJobId", lambda j: _jcount(j.get("het_job_id")) if _num(j.get("het_job_id")) else None),
+    ("HetJobOffset", lambda j: _jcount(j.get("het_job_offset")) if _num(j.get("het_job_id")) else None),
+)
+
+Topology = Mapping[str, tuple[int, int]]  # node -> (cores per socket, threads per core)
+
+
+def _cores(node: Mapping[str, Any]) -> list[tuple[int, int, int | None]]:
+    """(socket, core within it, cores the socket lists or None) of one node's allocation, both dialects:
+    plain ``{"sockets": {"1": {"cores": {"0": "allocated"}}}}`` (allocated cores only), wrapped
+    ``{"sockets": [{"index": 1, "cores": [{"index": 0, "status": ["ALLOCATED"]}, ...]}]}`` (every core)."""
+    out: list[tuple[int, int, int | None]] = []
+    sockets = node.get("sockets")
+    if isinstance(sockets, dict):  # plain
+        for s_key, sock in sockets.items():
+            cores = sock.get("cores") if isinstance(sock, dict) else None
+            if isinstance(cores, dict):
+                out += [(int(s_key), int(c_key), None) for c_key, status in cores.items()
+                        if str(status).lower() != "unallocated"]
+    elif isinstance(sockets, list):  # wrapped
+        for sock in sockets:
+            cores = sock.get("cores") if isinstance(sock, dict) else None
+            if isinstance(cores, list):
+                out += [(int(sock["index"]), int(core["index"]), len(cores)) for core in cores
+                        if isinstance(core, dict) and "UNALLOCATED" not in (core.get("status") or ())]
+    if len(out) > MAX_NODE_CORES:
+        raise ValueError(f"{len(out)} cores on one node")
+    return out
+
+
+def _allocs(job: Mapping[str, Any], topology: Topology | None) -> tuple[NodeAlloc, ...]:
+    """The per-node allocation from ``job_resources`` and ``gres_detail`` (one entry per node, in order).
+    CPU ids are scontrol's (``(socket x cores per socket + core) x threads + thread``); without the node's
+    topology a plain-dialect allocation (which lists allocated cores only) has no CPU ids."""
+    res = job.get("job_resources")
+    if not isinstance(res, dict):
+        return ()
+    nodes = res.get("allocated_nodes")  # plain
+    if nodes is None and isinstance(res.get("nodes"), dict):
+        nodes = res["nodes"].get("allocation")  # wrapped
+    if not isinstance(nodes, list):
+        return ()
+    if len(nodes) > MAX_JOB_NODES:
+        raise ValueError(f"{len(nodes)} nodes in one allocation")
+    detail = job.get("gres_detail")
+    detail = detail if isinstance(detail, list) else []
+    out = []
+    for i, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            continue
+        name = _text(node.get("nodename")) or _text(node.get("name"))
+        cores = _cores(node)
+        cps, tpc = (topology or {}).get(name, (None, 1))
+        cpus: set[int] = set()
+        for sock, core, listed in cores:
+            per = cps if cps is not None else listed
+            if per is None:
+                cpus = set()
+                break
+            base = (sock * per + core) * tpc
+            cpus.update(range(base, base + tpc))
+        gres = _text(detail[i]) if i < len(detail) else ""
+        out.append(NodeAlloc(name, frozenset(cpus), gpu_indices(gres), gres))
+    return tuple(out)
+
+
+def _job_record(job: Mapping[str, Any], topology: Topology | None) -> JobRecord:
+    job_id = job.get("job_id")
+    if isinstance(job_id, bool) or not isinstance(job_id, int) or not 0 < job_id < 1 << 32:
+        raise ValueError(f"job_id {str(job_id)[:20]!r} is no job id")
+    fields = {"JobId": str(job_id)}
+    for key, read in _JOB_FIELDS:
+        value = read(job)
+        if value is not None:
+            fields[key] = value
+    return JobRecord(job_id, MappingProxyType(fields), _allocs(job, topology))
+
+
+def read_jobs(text: str, topology: Topology | None = None) -> JobsRead:
+    """squeue's (or ``scontrol --json show job``'s) JSON -> one :class:`JobRecord` per job it holds.
+    A document that is not Slurm's JSON raises SlurmGpuError (one line); a job that cannot be read is
+    left out and named in ``problems`` (at most the first 20), the others are read."""
+    from slurm_gpu.errors import SlurmGpuError
+    from slurm_gpu.slurm.release import JSON_DIALECTS
+
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise SlurmGpuError(f"squeue --json: not a JSON document ({str(exc)[:80]})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+        raise SlurmGpuError("squeue --json: no 'jobs' list in the document")
+    meta = _obj(doc.get("meta"))
+    plugin = _obj(meta.get("plugin"))
+    dialect = _text(plugin.get("data_parser")) or _text(plugin.get("type"))
+    release = _text(_obj(meta.get("slurm") or meta.get("Slurm")).get("release"))
+    problems: list[str] = []
+    if dialect not in JSON_DIALECTS:
+        problems.append(f"squeue --json: unknown JSON format {dialect[:40]!r} (read as {sorted(JSON_DIALECTS)[-1]})")
+    jobs: list[JobRecord] = []
+    left_out = 0
+    for job in doc["jobs"][:MAX_JOBS]:
+        try:
+            if not isinstance(job, dict):
+                raise ValueError("not an object")
+            jobs.append(_job_record(job, topology))
+        except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
+            left_out += 1
+            if left_out <= 20:
+                jid = job.get("job_id") if isinstance(job, dict) else None
+                problems.append(f"job {str(jid)[:20]}: left out ({type(exc).__name__}: {str(exc)[:120]})")
+    if left_out > 20:
+        problems.append(f"{left_out - 20} more jobs left out")
+    if len(doc["jobs"]) > MAX_JOBS:
+        problems.append(f"{len(doc['jobs']) - MAX_JOBS} jobs beyond the first {MAX_JOBS} not read")
+    return JobsRead(tuple(jobs), tuple(problems), dialect, release)
+
+
+def job_from(read: JobsRead, job_id: int) -> JobRecord | None:
+    """The record of ``job_id`` (22.05's squeue --json prints every job whatever -j says)."""
+    return next((j for j in read.jobs if j.job_id == job_id), None)
+
+
+# -- one job's state from squeue -O (no user text) --------------------------------------------------
+#
+# ``squeue -h -t all -j ID -O "JobID:|,State:|,..."``: fields that hold no user text, each followed by
+# "|"; a job's work dir (user text) comes last, so it cannot move the fields before it. The cheap
+# single-job read (it honours -j on every release): gpusub --wait's polling and the EpilogSlurmctld's
+# first look; the EpilogSlurmctld checks it against squeue's JSON before it requeues.
+
+SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (  # (scontrol key, squeue -O field)
+    ("JobId", "JobID"), ("JobState", "State"), ("Reason", "Reason"), ("Restarts", "RestartCnt"),
+    ("Requeue", "Requeue"), ("BatchFlag", "BatchFlag"), ("PreemptTime", "PreemptTime"),
+    ("StartTime", "StartTime"), ("Partition", "Partition"), ("QOS", "QOS"), ("UserId", "UserId"),
+    ("NodeList", "NodeList"), ("RunTime", "TimeUsed"), ("ExitCode", "exit_code"), ("WorkDir", "WorkDir"),
+)
+_SQUEUE_UNSET = {"PreemptTime": ("N/A", "None"), "StartTime": ("N/A", "Unknown")}
+
+
+def squeue_format() -> str:
+    """The ``-O`` argument for :data:`SQUEUE_FIELDS`."""
+    return ",".join(f"{field}:|" for _, field in SQUEUE_FIELDS)
+
+
+def parse_squeue_job(text: str, job_id: int) -> dict[str, str] | None:
+    """``squeue -h -t all -j ID -O`` :func:`squeue_format` -> the job's fields in scontrol's names
+    (``UserId`` as the uid, ``ExitCode`` ``RC:SIG``); None when squeue printed no record of that job.
+    The record starts the output; everything after its last fixed field is the work dir."""
+    head = f"{job_id}|"
+    if not text.startswith(head):
+        return None
+    parts = text.rstrip("\n").split("|", len(SQUEUE_FIELDS) - 1)
+    if len(parts) != len(SQUEUE_FIELDS):
+        return None
+    parts[-1] = parts[-1][:-1] if parts[-1].endswith("|") else parts[-1]
+    fields = {key: value for (key, _), value in zip(SQUEUE_FIELDS, parts, strict=True)}
+    for key, (shown, meant) in _SQUEUE_UNSET.items():
+        if fields[key] == shown:
+            fields[key] = meant
+    if ":" not in fields["ExitCode"] and is_digits(fields["ExitCode"]) and len(fields["ExitCode"]) <= 10:  # 22.05 prints the wait status's number
+        fields["ExitCode"] = _exit(int(fields["ExitCode"])) or "0:0"
+    return fields
+
+
 __all__ = ["ACTIVE_STATES", "job_tres",
            "SubmitResult", "TestOnlyResult", "JobState", "NodeAlloc", "one_line", "parse_kv_line",
-           "gpu_indices", "node_allocs", "job_detail", "parse_parsable", "parse_test_only", "exit_code",
-           "job_state_of", "parse_nodes", "parse_sbatch_version", "GresCount", "parse_gres_counts",
-           "NodeRecord", "node_record", "parse_node_records", "JobGres", "job_gres", "parse_job_gres",
-           "partition_gpu_defaults"]
+           "gpu_indices", "parse_parsable", "parse_test_only", "exit_code", "job_state_of", "parse_nodes",
+           "parse_node_fields", "parse_sbatch_version", "GresCount", "parse_gres_counts", "NodeRecord", "node_record",
+           "NodesRead", "read_node_records", "parse_node_records", "topology_of", "JobGres", "job_gres",
+           "partition_gpu_defaults", "JobRecord", "JobsRead", "read_jobs", "job_from", "MAX_JOBS", "MAX_JOB_NODES",
+           "SQUEUE_FIELDS", "squeue_format", "parse_squeue_job"]

@@ -61,6 +61,9 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     json_numbers_wrapped: bool  # JSON numbers as {"set","infinite","number"} (>= 23.02 data_parser)
     sinfo_json_key: str  # "nodes" (openapi v0.0.38/39) or "sinfo" (data_parser >= v0.0.40)
     enforce_binding_keeps_shape: bool  # --gres-flags=enforce-binding leaves NumCPUs/NumNodes/NumTasks as asked
+    # The job reader (docs/records.md): squeue's JSON, whose strings user text cannot leave.
+    squeue_json: str  # the option: "--json" (22.05: takes no argument) or "--json=v0.0.42" (pinned, 24.11+)
+    squeue_json_filters: bool  # squeue --json honours -j/-t (24.11 measured); 22.05 prints every job it holds
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
     @property
@@ -98,7 +101,10 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                      allow_task_sharing_srun_only=True, has_scontrol_json=False, tres_per_task_sep=":",
                      typed_gpus_per_task_ok=False, cpus_per_gpu_excludes_cpus_per_task=False,
                      gpus_per_task_implies_isolation=True, job_state_is_list=False,
-                     json_numbers_wrapped=False, sinfo_json_key="nodes", enforce_binding_keeps_shape=True)),
+                     json_numbers_wrapped=False, sinfo_json_key="nodes", enforce_binding_keeps_shape=True,
+                     # measured on 22.05.8: openapi/v0.0.38; `--json=X` is refused ("doesn't allow an
+                     # argument"); -j and -t are ignored (every job slurmctld holds, finished ones too)
+                     squeue_json="--json", squeue_json_filters=False)),
     ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True,  # docs: data_parser plugins
                       # measured on 24.11.5 (docs/gpusub.md "Placement"): with enforce-binding a job with
                       # --cpus-per-task gets every core of its GPUs' sockets (-c 8 + 2 h100: NumCPUs=16, not 8;
@@ -109,8 +115,22 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                        job_state_is_list=True, sinfo_json_key="sinfo")),
     ((23, 11, 4), dict(has_allow_task_sharing=True)),
     ((24, 5, 0), dict(tres_per_task_sep="=")),
-    ((24, 11, 0), dict(typed_gpus_per_task_ok=True)),  # measured on 24.11.5
+    # measured on 24.11.5: typed --gpus-per-task; squeue --json=v0.0.42 (data_parser/v0.0.40-42 ship; v0.0.42
+    # is the one 24.11-26.05 all ship, notes/field-notes-2026-12.md) honours -j and -t
+    ((24, 11, 0), dict(typed_gpus_per_task_ok=True, squeue_json="--json=v0.0.42", squeue_json_filters=True)),
 )
+
+# The JSON shapes of squeue --json that slurm_gpu.slurm.records reads (meta.plugin.type on 22.05, meta.plugin
+# .data_parser from 23.02), with the releases that print them. "plain": numbers are numbers, job_state a string;
+# "wrapped": numbers are {"set", "infinite", "number"}, job_state a list of flags (v0.0.40 and later).
+JSON_DIALECTS: dict[str, str] = {
+    "openapi/v0.0.37": "plain",  # 21.08 (docs)
+    "openapi/v0.0.38": "plain",  # 22.05.8 (measured)
+    "data_parser/v0.0.39": "wrapped",  # 23.02 (docs)
+    "data_parser/v0.0.40": "wrapped",  # 23.11-24.11 (measured on 24.11.5 with --json=v0.0.40)
+    "data_parser/v0.0.41": "wrapped",  # 24.05-25.11 (docs)
+    "data_parser/v0.0.42": "wrapped",  # 24.11-26.05 (measured on 24.11.5; the pinned one)
+}
 
 # Versions the golden files and the lab cover.
 KNOWN_VERSIONS: tuple[Version, ...] = ((22, 5, 8), (23, 2, 7), (23, 11, 10), (24, 11, 5), (25, 11, 0))
@@ -127,5 +147,5 @@ def spelling_for(version: Version | tuple[int, int]) -> SlurmSpelling:
     return SlurmSpelling(version=full, **fields)
 
 
-__all__ = ["SlurmSpelling", "spelling_for", "parse_sbatch_version", "KNOWN_VERSIONS", "DEFAULT_VERSION", "Version",
-           "as_version"]
+__all__ = ["JSON_DIALECTS", "SlurmSpelling", "spelling_for", "parse_sbatch_version", "KNOWN_VERSIONS",
+           "DEFAULT_VERSION", "Version", "as_version"]

@@ -73,9 +73,9 @@ def test_hostile_record_directories_are_one_line_exit_2(tmp_path):
     jobs_fifo = tmp_path / "jobs-fifo"
     jobs_fifo.mkdir()
     (jobs_fifo / "nodes.txt").write_bytes((DATA / "nodes.txt").read_bytes())
-    os.mkfifo(jobs_fifo / "jobs.txt")
+    os.mkfifo(jobs_fifo / "jobs.json")
     for d, words in ((garbage, "no node record"), (fifo, "not a regular file"), (huge, "MiB"),
-                     (jobs_fifo, "jobs.txt: not a regular file")):
+                     (jobs_fifo, "jobs.json: not a regular file")):
         p = run("--json", "--records", str(d))
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and words in p.stderr, (d, p.stderr)
         assert "Traceback" not in p.stderr

@@ -83,7 +83,7 @@ def unescape(v: str) -> str:
 
 
 def view():
-    return from_texts(*[(DATA / f).read_text() for f in ("nodes.txt", "jobs.txt", "partitions.txt")])
+    return from_texts(*[(DATA / f).read_text() for f in ("nodes.txt", "jobs.json", "partitions.txt")])
 
 
 RECORDS = [

@@ -83,10 +83,13 @@ def test_an_answer_for_other_ids_is_refused(slurm_lab, jobs):
     from slurm_gpu.slurm.job_id import parse_job_id
     from slurm_gpu.slurm.sacct import parse_sacct
 
+    from slurm_gpu.slurm.records import read_jobs
+
     plain, array, het, ran = jobs
-    every = slurm_lab.run(["scontrol", "show", "job", "-o", "0"], check=True).stdout
-    assert f"JobId={plain} " in every and f"JobId={het + 1} " in every  # Slurm's reading of 0: all jobs
-    with pytest.raises(SlurmGpuError, match="scontrol answered for job"):
+    # every job (as scontrol answers for 0, and 22.05's squeue --json for any -j), by the one job reader
+    every = [j.fields for j in read_jobs(slurm_lab.run(["squeue", "--json", "-t", "all"], check=True).stdout).jobs]
+    assert {str(plain), str(het + 1)} <= {f["JobId"] for f in every}
+    with pytest.raises(SlurmGpuError, match="squeue answered for job"):
         records_for(parse_job_id(str(het + 100)), every)
     with pytest.raises(SlurmGpuError):
         records_for(parse_job_id(f"{plain}+1"), every)  # a plain job has no component 1

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The cluster view's numbers on recorded Slurm text, against hand calculations (docs/cluster.md)."""
+"""The cluster view's numbers on recorded Slurm records, against hand calculations (docs/cluster.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from slurm_gpu.cluster.model import node_availability, state_words, unit_of
 from slurm_gpu.cluster.view import from_texts
-from slurm_gpu.slurm.records import GresCount, job_gres, parse_gres_counts, parse_node_records
+from slurm_gpu.slurm.records import GresCount, JobGres, job_gres, parse_gres_counts, parse_node_records, read_jobs
 
 _spec = importlib.util.spec_from_file_location("cluster_records", Path(__file__).with_name("cluster_records.py"))
 R = importlib.util.module_from_spec(_spec)
@@ -27,7 +27,7 @@ def test_lab_capture_by_hand(release):
     # 1185 (h100:1) on h100n2: 7 free, 28 CPUs free (7 x DefCpuPerGPU=4), 440 GiB free (7 x 60 GiB);
     # 1184 (a100:1, --mem=400G) on a100n1: 3 free, 100 GiB free = 1 x DefMemPerGPU 61440 -> 2 stranded
     t = R.lab_texts(release)
-    s = from_texts(t["nodes.txt"], t["jobs.txt"], t["partitions.txt"], t["gres.conf"]).summary
+    s = from_texts(t["nodes.txt"], t["jobs.json"], t["partitions.txt"], t["gres.conf"]).summary
     h, a = s["types"]["h100"], s["types"]["a100"]
     assert (h["total"], h["allocated"], h["free"], h["unavailable"], h["planned"]) == (16, 6, 10, 0, 0)
     assert h["stranded"] == 3
@@ -86,11 +86,11 @@ def test_mig_shards_and_mps_count_in_their_own_units():
                     used="gpu:h100:1(IDX:0),shard:h100:5(0/8,5/8)"),
         R.node_line("p1", gres="gpu:(null):4(S:0-1),mps:400(S:0-1)", used="gpu:(null):4(IDX:0-3),mps:100(IDX:N/A)"),
     ])
-    jobs = "\n".join([
+    jobs = R.jobs_json(
         R.job_line(1, "ann", "RUNNING", "m1", "gpu:a100_1g.10gb:2(IDX:2,4)", "TresPerNode=gres:gpu:a100_1g.10gb:2"),
         R.job_line(2, "bob", "PENDING", None, None, "TresPerJob=gres/shard:h100:4"),
         R.job_line(3, "cat", "PENDING", None, None, "TresPerJob=gres:gpu:3"),  # untyped: every GPU type
-    ])
+    )
     s = from_texts(nodes, jobs).summary
     t = s["types"]
     assert t["a100"] == {**t["a100"], "unit": "gpu", "total": 2, "allocated": 1, "free": 1}
@@ -138,10 +138,14 @@ def test_node_states(state, want):
     assert state_words("DOWN*+DRAIN") == {"DOWN", "NOT_RESPONDING", "DRAIN"}
 
 
+def _one(job: dict) -> JobGres:
+    (rec,) = read_jobs(R.jobs_json(job)).jobs
+    return job_gres(rec)
+
+
 def test_multi_node_job_reads_every_node_group():
-    line = R.job_line(9, "ann", "RUNNING", "h100n1", "gpu:h100:2(IDX:0-1)", "TresPerNode=gres:gpu:h100:2", 2)
-    line = line.replace(" MinCPUsNode=", "   Nodes=h100n2 CPU_IDs=4-7 Mem=61440 GRES=gpu:h100:2(IDX:6-7) MinCPUsNode=")
-    job = job_gres(line)
+    job = _one(R.job_line(9, "ann", "RUNNING", "h100n1", "gpu:h100:2(IDX:0-1)", "TresPerNode=gres:gpu:h100:2", 2,
+                          more=(("h100n2", "gpu:h100:2(IDX:6-7)"),)))
     assert [(n, sorted(g[0].idx)) for n, g in job.held] == [("h100n1", [0, 1]), ("h100n2", [6, 7])]
     assert job.request == (GresCount("gpu", "h100", 2),) and job.num_nodes == 2 and job.user == "ann"
 
@@ -167,7 +171,6 @@ def test_huge_counts_and_indices_stay_bounded():
 
 def test_a_pending_jobs_node_range_spreads_its_gpus():
     """A pending `-N 2 --gpus=h100:8` job reads NumNodes=2-2 (a range): 4 per node, not 8 on one."""
-    for num_nodes, per_node in (("2-2", 4), ("2-4", 4), ("3", 3), ("", 8), ("junk", 8)):
-        line = R.job_line(7, "bob", "PENDING", None, None, "TresPerJob=gres/gpu:h100:8").replace(
-            "NumNodes=1 ", f"NumNodes={num_nodes} ")
-        assert [g.count for g in job_gres(line).request] == [per_node], num_nodes
+    for (low, high), per_node in (((2, 2), 4), ((2, 4), 4), ((3, 0), 3), ((None, 0), 8), ((0, 0), 8)):
+        job = R.job_line(7, "bob", "PENDING", None, None, "TresPerJob=gres/gpu:h100:8", low, high)
+        assert [g.count for g in _one(job).request] == [per_node], (low, high)

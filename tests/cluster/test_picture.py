@@ -46,7 +46,7 @@ def sixteen() -> tuple[str, str]:
             used = "gpu:h100:0(IDX:N/A)"
         nodes.append(R.node_line(name, state="MIXED" if held else "IDLE", used=used, cpu_alloc=4 * len(held),
                                  mem_alloc=61440 * len(held)))
-    return "\n".join(nodes), "\n".join(jobs)
+    return "\n".join(nodes), R.jobs_json(*jobs)
 
 
 def five_hundred() -> str:
@@ -72,7 +72,7 @@ def pictures() -> dict[str, str]:
     lab = R.lab_texts("22.05")
     n16, j16 = sixteen()
     return {
-        "lab-3-nodes.txt": picture(from_texts(lab["nodes.txt"], lab["jobs.txt"], lab["partitions.txt"],
+        "lab-3-nodes.txt": picture(from_texts(lab["nodes.txt"], lab["jobs.json"], lab["partitions.txt"],
                                               lab["gres.conf"])),
         "16-nodes-x-8-gpus.txt": picture(from_texts(n16, j16, PARTS, GRES_CONF)),
         "500-nodes.txt": picture(from_texts(five_hundred(), "", PARTS)),
@@ -120,8 +120,8 @@ def test_a_gpu_that_shard_jobs_use_is_not_drawn_free():
     shows it as the shard job's, beside a whole GPU another user holds, and the other 6 free."""
     node = R.node_line("s01", state="MIXED", gres="gpu:h100:8(S:0-1),shard:h100:32(S:0-1)",
                        used="gpu:h100:1(IDX:5),shard:h100:3(IDX:0)", cpu_alloc=8, mem_alloc=122880)
-    jobs = "\n".join([R.job_line(201, "ann", "RUNNING", "s01", "shard:h100:3(IDX:0)", "TresPerNode=gres:shard:3"),
-                      R.job_line(202, "bob", "RUNNING", "s01", "gpu:h100:1(IDX:5)", "TresPerNode=gres:gpu:1")])
+    jobs = R.jobs_json(R.job_line(201, "ann", "RUNNING", "s01", "shard:h100:3(IDX:0)", "TresPerNode=gres:shard:3"),
+                       R.job_line(202, "bob", "RUNNING", "s01", "gpu:h100:1(IDX:5)", "TresPerNode=gres:gpu:1"))
     text = picture(from_texts(node, jobs, PARTS, GRES_CONF.replace("n[01-16]", "s01")))
     row = next(line for line in text.splitlines() if line.startswith("s01"))
     cells = row.split("[", 1)[1].split("]", 1)[0].replace("|", "")

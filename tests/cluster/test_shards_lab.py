@@ -107,7 +107,7 @@ def _jobs(prefix: str, held_24: bool = False) -> str:
             req = held.split("(")[0]
             lines.append(R.job_line(n, "labuser", "RUNNING", node, shares.get(held, held) if held_24 else held,
                                     f"TresPerNode={prefix}{req}", ))
-    return "\n".join(lines)
+    return R.jobs_json(*lines)
 
 
 def test_the_model_on_2205_records() -> None:
@@ -138,17 +138,19 @@ def test_a_gpu_that_2205_lost_from_gres_used_still_counts() -> None:
     whole-GPU job was given that GPU); the job still running there keeps its shards counted."""
     nodes = R.node_line("h100s1", state="MIXED", gres=NODE_GRES, used="gpu:h100:0(IDX:N/A),shard:h100:0(IDX:N/A)",
                         partitions="gpu")
-    jobs = R.job_line(1, "labuser", "RUNNING", "h100s1", "shard:h100:2(IDX:4)", "TresPerNode=gres:shard:h100:2")
+    jobs = R.jobs_json(R.job_line(1, "labuser", "RUNNING", "h100s1", "shard:h100:2(IDX:4)",
+                                  "TresPerNode=gres:shard:h100:2"))
     t = from_texts(nodes, jobs).summary["types"]
     assert (t["shard:h100"]["free"], t["shard:h100"]["largest_startable"]["one_node"]) == (32 - 2, 4)
     assert (t["h100"]["free"], t["h100"]["allocated"]) == (7, 1)
-    finished = R.job_line(1, "labuser", "COMPLETED", "h100s1", "shard:h100:2(IDX:4)", "TresPerNode=gres:shard:h100:2")
+    finished = R.jobs_json(R.job_line(1, "labuser", "COMPLETED", "h100s1", "shard:h100:2(IDX:4)",
+                                      "TresPerNode=gres:shard:h100:2"))
     assert from_texts(nodes, finished).summary["types"]["shard:h100"]["free"] == 32
 
 
 def test_an_untyped_shard_request_counts_for_every_shard_type() -> None:
     nodes = R.node_line("h100s1", gres=NODE_GRES, used="gpu:h100:0(IDX:N/A),shard:h100:0(IDX:N/A)")
-    jobs = R.job_line(1, "labuser", "PENDING", None, None, "TresPerNode=gres:shard:2")
+    jobs = R.jobs_json(R.job_line(1, "labuser", "PENDING", None, None, "TresPerNode=gres:shard:2"))
     assert from_texts(nodes, jobs).summary["job_mix"] == {"shard:h100": {"2": 1}}
 
 
@@ -232,10 +234,9 @@ def test_cluster_json_counts_shards_by_hand(shard_lab: str) -> None:
             assert clients.wait_job(shard_lab, j, {"RUNNING"}, timeout_s=60) == "RUNNING"
         held: dict[str, list[tuple[str, frozenset[int]]]] = {}
         for j, (node, gres) in zip(ids, JOBS, strict=True):
-            fields, _ = clients.show_job(shard_lab, j)
+            fields, allocs = clients.show_job(shard_lab, j)
             assert fields["TresPerNode"] == spelling.gres(gres)  # gres:shard:h100:3 (22.05), gres/ (24.11)
-            detail = clients.run(["scontrol", "-d", "show", "job", str(j)], shard_lab, check=True).stdout
-            item = parse_gres_counts(detail.split(" GRES=", 1)[1].split()[0])[0]
+            item = parse_gres_counts(allocs[0].gres)[0]  # squeue's gres_detail, as scontrol -d's GRES=
             gpus = item.idx if item.idx is not None else frozenset(
                 i for i, (h, _) in enumerate(item.shares or ()) if h)  # 24.11: held/total per GPU
             held.setdefault(node, []).append((gres.split(":")[0], gpus))

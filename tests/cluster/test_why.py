@@ -17,6 +17,7 @@ from slurm_gpu.cluster.why import ask_of, explain, node_of, parse_qos, parse_rec
 from slurm_gpu.cluster.why_reasons import reason_info
 from slurm_gpu.cluster.why_text import lines, to_json
 from slurm_gpu.policy import load_policy
+from slurm_gpu.slurm.records import parse_kv_line
 
 _spec = importlib.util.spec_from_file_location("why_records", Path(__file__).with_name("why_records.py"))
 assert _spec and _spec.loader
@@ -30,8 +31,10 @@ QOS = parse_qos(rec.QOS_TEXT)
 
 
 def jobs(release: str = "22.05") -> list[dict[str, str]]:
+    """The recorded jobs as the job reader gives them (fields in scontrol's names and spellings: the
+    recorded lines hold no user text, so their key/value pairs are those fields)."""
     text = rec.JOBS_22_05 if release == "22.05" else "\n".join(map(rec.spelled_24_11, rec.JOBS_22_05.splitlines()))
-    return parse_records(text, "JobId")
+    return [parse_kv_line(line) for line in text.splitlines() if line.startswith("JobId=")]
 
 
 def why(job_id: str, release: str = "22.05", **changes: str):

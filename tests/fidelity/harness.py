@@ -2,7 +2,7 @@
 """Side-by-side harness: submit each corpus script with ``sbatch`` and with ``gpusub`` (same command line,
 same environment, as the lab user), let them run (or hold them), and reduce each job to what must agree.
 
-What a job is reduced to comes from Slurm's own record (``scontrol -d -o show job``) and from the records
+What a job is reduced to comes from Slurm's own record (squeue's JSON, the one job reader) and from the records
 the stand-in launchers and the BASH_ENV recorder append to the script's log (tests/fidelity/bin). Nothing
 here reads gpusub's output beyond its exit status and the job id it prints.
 """
@@ -91,14 +91,11 @@ def mem_mb(value: str) -> int:
     return round(float(m.group(1)) * scale)
 
 
-_FIELD = re.compile(r"(\S+?)=(.*?)(?= \S+?=|$)")
 
 
-def summarize(line: str) -> dict[str, object]:
-    """One ``scontrol -o show job`` line -> the values side-by-side must agree on (plus partition/QOS)."""
-    f: dict[str, str] = {}
-    for k, v in _FIELD.findall(line.strip()):
-        f.setdefault(k, v.strip())
+def summarize(f: dict[str, str]) -> dict[str, object]:
+    """One job record (the lab helper's job reader: squeue's JSON in scontrol's field names) -> the values
+    side-by-side must agree on (plus partition/QOS)."""
     tres = job_tres(f)  # TRES= (22.05) or ReqTRES=/AllocTRES= (24.11)
     requested = " ".join(f.get(k, "") for k in ("TresPerNode", "TresPerJob", "TresPerTask", "TresPerSocket"))
     types = sorted(set(re.findall(r"gpu:([A-Za-z][\w.]*):\d+", requested)))
@@ -223,9 +220,7 @@ class Runner:
         reasons, such as PartitionConfig, are provisional), or after 20 s."""
         deadline = time.monotonic() + 20
         while True:
-            r = subprocess.run(["scontrol", "-d", "-o", "show", "job", side.job], env=self.lab.env(),
-                               capture_output=True, text=True, timeout=20)
-            side.records = sorted((summarize(x) for x in r.stdout.splitlines() if x.strip()),
+            side.records = sorted((summarize(x) for x in self.lab.job_records(side.job)),
                                   key=lambda rec: str(rec["array"]))
             unsettled = [x for x in side.records if x["state"] == "PENDING" and x["reason"] != settle]
             if not settle or not unsettled or time.monotonic() > deadline:

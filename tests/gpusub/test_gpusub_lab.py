@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from slurm_gpu.placement.locality import check_job, parse_gres_conf, parse_job_detail
+from slurm_gpu.placement.locality import NodeAlloc, check_job, parse_gres_conf
 
 pytestmark = pytest.mark.slurm
 
@@ -40,8 +40,9 @@ def gpusub(lab, args, cwd, env_extra=None, timeout_s=60) -> subprocess.Completed
     return lab.run([find_gpusub(), *args], cwd=cwd, env_extra=env_extra, timeout_s=timeout_s)
 
 
-def detail(lab, job_id) -> str:
-    return lab.run(["scontrol", "show", "job", "-d", str(job_id)], as_root=True, check=True).stdout
+def detail(lab, job_id) -> list[NodeAlloc]:
+    """The job's per-node allocations (the lab helper's job reader: squeue's JSON)."""
+    return lab.show_job(job_id)[1]
 
 
 def submit_json(lab, args, cwd, env_extra=None) -> dict:
@@ -192,11 +193,10 @@ def test_two_node_job_meets_the_rule_on_each_node(slurm_lab):
     try:
         assert job["binding"]["nodes"] == 2 and job["binding"]["tasks"] == 2
         assert slurm_lab.wait(job["job_id"], {"RUNNING"}, timeout_s=120) == "RUNNING"
-        text = detail(slurm_lab, job["job_id"])
-        allocs = parse_job_detail(text)
+        allocs = detail(slurm_lab, job["job_id"])
         assert len({a.node for a in allocs}) == 2 and all(len(a.gpu_idx) == 2 for a in allocs)
         assert slurm_lab.show_job(job["job_id"])[0]["NumTasks"] == "2"
-        assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=1) == [], text
+        assert check_job(allocs, gres_table(slurm_lab), cpus_per_gpu=1) == [], allocs
     finally:
         slurm_lab.cancel(job["job_id"])
 
@@ -211,8 +211,8 @@ def test_locality_holds_when_some_gpus_are_busy(slurm_lab):
     job = submit_json(slurm_lab, ["-w", "h100n2", "--gres=gpu:h100:4", script], work)
     try:
         assert slurm_lab.wait(job["job_id"], {"RUNNING"}, timeout_s=120) == "RUNNING"
-        text = detail(slurm_lab, job["job_id"])
-        assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=1) == [], text
+        allocs = detail(slurm_lab, job["job_id"])
+        assert check_job(allocs, gres_table(slurm_lab), cpus_per_gpu=1) == [], allocs
     finally:
         slurm_lab.cancel(job["job_id"], *blockers)
 

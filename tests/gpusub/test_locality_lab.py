@@ -21,7 +21,7 @@ import re
 
 import pytest
 
-from slurm_gpu.placement.locality import check_job, parse_gres_conf, parse_job_detail
+from slurm_gpu.placement.locality import NodeAlloc, check_job, parse_gres_conf
 
 pytestmark = pytest.mark.slurm
 
@@ -62,8 +62,9 @@ def gres_table(lab) -> dict:
         return parse_gres_conf(fh.read())
 
 
-def detail(lab, job_id) -> str:
-    return lab.run(["scontrol", "show", "job", "-d", str(job_id)], as_root=True, check=True).stdout
+def detail(lab, job_id) -> list[NodeAlloc]:
+    """The job's per-node allocations (the lab helper's job reader: squeue's JSON)."""
+    return lab.show_job(job_id)[1]
 
 
 def write_job(lab, gtype, gpus, form) -> tuple[str, str, int, int | None]:
@@ -88,20 +89,19 @@ def submit(lab, args, work) -> int:
     return int(json.loads(r.stdout)["job_id"])
 
 
-def running_detail(lab, job_id) -> str:
+def running_detail(lab, job_id) -> list[NodeAlloc]:
     assert lab.wait(job_id, {"RUNNING"}, timeout_s=180) == "RUNNING", detail(lab, job_id)
     return detail(lab, job_id)
 
 
-def assert_as_asked(lab, job_id, text, gpus, tasks, cpus) -> None:
+def assert_as_asked(lab, job_id, allocs, gpus, tasks, cpus) -> None:
     fields, _ = lab.show_job(job_id)
     if cpus is None:  # Slurm's own default for the partition the job landed in
         part = lab.run(["scontrol", "show", "partition", fields["Partition"]], as_root=True, check=True).stdout
         cpus = gpus * int(re.search(r"DefCpuPerGPU=(\d+)", part).group(1))
-    allocs = parse_job_detail(text)
-    assert len(allocs) == 1 and len(allocs[0].gpu_idx) == gpus, text
+    assert len(allocs) == 1 and len(allocs[0].gpu_idx) == gpus, allocs
     assert (fields["NumTasks"], fields["NumCPUs"]) == (str(tasks), str(cpus)), fields
-    assert len(allocs[0].cpu_ids) == cpus, text
+    assert len(allocs[0].cpu_ids) == cpus, allocs
 
 
 def hold_cores(lab, node) -> int:
@@ -120,9 +120,9 @@ def test_job_as_users_write_it_meets_the_rule(slurm_lab, gtype, gpus, form):
     assert not any(ONE_SOCKET_WARNING in w for w in plan["warnings"]), plan["warnings"]
     job = submit(slurm_lab, [path], work)
     try:
-        text = running_detail(slurm_lab, job)
-        assert_as_asked(slurm_lab, job, text, gpus, tasks, cpus)
-        assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=1) == [], text
+        allocs = running_detail(slurm_lab, job)
+        assert_as_asked(slurm_lab, job, allocs, gpus, tasks, cpus)
+        assert check_job(allocs, gres_table(slurm_lab), cpus_per_gpu=1) == [], allocs
     finally:
         slurm_lab.cancel(job)
 
@@ -140,9 +140,9 @@ def test_rule_holds_with_cores_held_by_another_job(slurm_lab, gtype, gpus, form)
     job = None
     try:
         job = submit(slurm_lab, ["-w", node, path], work)
-        text = running_detail(slurm_lab, job)
-        assert_as_asked(slurm_lab, job, text, gpus, tasks, cpus)
-        assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=1) == [], text
+        allocs = running_detail(slurm_lab, job)
+        assert_as_asked(slurm_lab, job, allocs, gpus, tasks, cpus)
+        assert check_job(allocs, gres_table(slurm_lab), cpus_per_gpu=1) == [], allocs
     finally:
         slurm_lab.cancel(blocker, *([job] if job else []))
 
@@ -162,9 +162,9 @@ def test_issue5_shape_eight_tasks_of_two_cpus(slurm_lab, held):
     job = None
     try:
         job = submit(slurm_lab, ["-w", "h100n2", path], work)
-        text = running_detail(slurm_lab, job)
-        assert_as_asked(slurm_lab, job, text, 8, 8, 16)
-        assert check_job(text, gres_table(slurm_lab), cpus_per_gpu=1) == [], text
+        allocs = running_detail(slurm_lab, job)
+        assert_as_asked(slurm_lab, job, allocs, 8, 8, 16)
+        assert check_job(allocs, gres_table(slurm_lab), cpus_per_gpu=1) == [], allocs
     finally:
         slurm_lab.cancel(*[j for j in (blocker, job) if j])
 
@@ -176,9 +176,9 @@ def test_one_task_few_cpus_two_sockets_is_warned_and_runs_as_asked(slurm_lab, gt
     assert any(ONE_SOCKET_WARNING in w for w in plan["warnings"]), plan["warnings"]
     job = submit(slurm_lab, [path], work)
     try:
-        text = running_detail(slurm_lab, job)
-        assert_as_asked(slurm_lab, job, text, gpus, tasks, cpus)
+        allocs = running_detail(slurm_lab, job)
+        assert_as_asked(slurm_lab, job, allocs, gpus, tasks, cpus)
         # the warning is true: the GPUs of one socket have none of the job's cores
-        assert any("have 0 local cores" in p for p in check_job(text, gres_table(slurm_lab), cpus_per_gpu=1)), text
+        assert any("have 0 local cores" in p for p in check_job(allocs, gres_table(slurm_lab), cpus_per_gpu=1)), allocs
     finally:
         slurm_lab.cancel(job)

@@ -1,9 +1,27 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The locality rule on scheduler text (the lab's gres.conf and `scontrol show job -d` lines)."""
+"""The locality rule on what the scheduler reports (the lab's gres.conf and jobs' per-node allocations,
+written here as `scontrol show job -d` prints them: ``Nodes=X CPU_IDs=... GRES=...``)."""
 
 from __future__ import annotations
 
-from slurm_gpu.placement.locality import check_job, parse_gres_conf, parse_job_detail
+import re
+
+from slurm_gpu.cpulist import parse_cpulist
+from slurm_gpu.hostlist import expand_hostlist
+from slurm_gpu.placement.locality import NodeAlloc, parse_gres_conf
+from slurm_gpu.placement.locality import check_job as _check
+from slurm_gpu.slurm.records import gpu_indices
+
+
+def parse_job_detail(text: str) -> list[NodeAlloc]:
+    """The allocations these tests write in scontrol's notation (a test's own data, no Slurm output)."""
+    return [NodeAlloc(node, frozenset(parse_cpulist(cpus)), gpu_indices(gres), gres)
+            for nodes, cpus, gres in re.findall(r"Nodes=(\S+) CPU_IDs=(\S+) Mem=\S+ GRES=(\S*)", text)
+            for node in expand_hostlist(nodes)]
+
+
+def check_job(text: str, table, cpus_per_gpu: int | None = None) -> list[str]:
+    return _check(parse_job_detail(text), table, cpus_per_gpu)
 
 GRES_CONF = """\
 AutoDetect=off

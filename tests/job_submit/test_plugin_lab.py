@@ -56,7 +56,7 @@ CASES: list[tuple[str, list[str]]] = [
     ("srun", ["--qos=spot", "-t", "10"]),                     # QOS spot not allowed in interactive
 ]
 
-SHOW = "scontrol show job -o $SLURM_JOB_ID"
+SHOW = 'squeue -h -j $SLURM_JOB_ID -O "Partition:|,QOS:|"'  # fields without user text (docs/records.md)
 
 
 def _predict(lab, tool: str, opts: list[str]) -> dict:
@@ -67,8 +67,9 @@ def _predict(lab, tool: str, opts: list[str]) -> dict:
 
 
 def _field(text: str, name: str) -> str | None:
-    m = re.search(rf"\b{name}=(\S+)", text)
-    return m.group(1) if m else None
+    """Partition or QOS of SHOW's one line (``batch|normal|``)."""
+    cells = text.strip().split("|")
+    return cells[("Partition", "QOS").index(name)] or None if len(cells) >= 3 else None
 
 
 def _run(lab, tool: str, opts: list[str], wd: str) -> tuple[bool, str | None, str | None, str]:

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""What a user can put in front of the controller-side hook: job text that forges the record's keys, a
-marker with an unreadable number, an entry point that cannot start or hangs."""
+"""What a user can put in front of the controller-side hook: job text that would forge the record's keys,
+a marker with an unreadable number, an entry point that cannot start or hangs. (The hook reads the job from
+``squeue -O`` fields that hold no user text, then from squeue's JSON: tests/hooks/test_epilog_ctld_lab.py
+runs both against a job whose name forges every key.)"""
 
 from __future__ import annotations
 
@@ -11,22 +13,22 @@ from pathlib import Path
 import pytest
 
 from slurm_gpu.checkpoint.markers import MarkerError, parse_marker
-from slurm_gpu.node.requeue import forged_keys
+from slurm_gpu.node.requeue import cause_of, facts_from
+from slurm_gpu.slurm.records import parse_squeue_job
 
 SHIM = Path(__file__).resolve().parents[2] / "prolog_epilog" / "epilog_ctld.sh"
-REAL = ("JobId=12 JobName=train UserId=u(1001) GroupId=u(1001) Priority=1 JobState=CANCELLED Reason=None "
-        "Requeue=1 Restarts=0 BatchFlag=1 StartTime=2026-12-01T01:00:00 EndTime=2026-12-01T01:05:00 "
-        "PreemptTime=None Partition=spot QOS=spot WorkDir=/home/u Comment={comment}")
+ENV = {"SLURM_JOB_ID": "12", "SLURM_JOB_UID": "1001", "SLURM_JOB_RESTART_COUNT": "0"}
 
 
-def test_a_record_without_user_text_is_trusted() -> None:
-    assert forged_keys(REAL.format(comment="ok")) == []
-    assert forged_keys("JobId=1 ArrayJobId=1 HetJobId=2 JobState=PENDING") == []  # other keys that end alike
-
-
-def test_keys_written_by_the_user_are_found() -> None:
-    forged = REAL.format(comment="x JobState=COMPLETING PreemptTime=2026-12-01T01:04:00 Restarts=0")
-    assert forged_keys(forged) == ["JobState", "Restarts", "PreemptTime"]
+def test_the_work_dir_is_the_only_user_text_and_comes_last() -> None:
+    """``squeue -O`` of an admin-cancelled job whose work dir forges a preempted record after a separator."""
+    forged = "/home/u/x|\n12|COMPLETING|None|0|1|1|2026-12-01T01:04:00|2026-12-01T01:00:00|spot|spot|1001||0:1|0:0|/w"
+    out = f"12|COMPLETING|None|0|1|1|N/A|2026-12-01T01:00:00|spot|spot|1001|h100n1|5:00|0:15|{forged}|\n"
+    rec = parse_squeue_job(out, 12)
+    assert rec is not None and rec["WorkDir"] == forged and rec["PreemptTime"] == "None"
+    job = facts_from(ENV, rec, None)
+    assert job is not None and not job.preempted and cause_of(job) == (
+        None, "ended on its own or was cancelled (state COMPLETING, reason None)")
 
 
 def test_a_number_too_long_for_int_is_a_bad_marker() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import sys
 import time
@@ -84,10 +85,8 @@ def _workdir(lab: Lab, name: str) -> str:
 
 
 def _show(conf: str, job_id: int) -> dict[str, str]:
-    from slurm_gpu.slurm.records import parse_kv_line
-
-    out = clients.run(["scontrol", "-o", "show", "job", str(job_id)], conf).stdout
-    return parse_kv_line(out.strip().splitlines()[0]) if out.strip() else {}
+    """The job's fields (the lab helper's job reader); {} when Slurm has none."""
+    return next((f for f in clients.job_records(conf, job_id) if f["JobId"] == str(job_id)), {})
 
 
 def _text(path: str) -> str:
@@ -148,3 +147,53 @@ def test_preempted_job_with_a_fresh_marker_is_requeued_by_the_hook(lab: tuple[La
                for ln in lines), text
     # the requeued job's second run ended on its own: the hook saw it and did nothing
     assert any(f"job {requeued}: nothing to do: ended on its own" in ln for ln in lines), text
+
+
+# A name that, after a line break, forges every key the decision rests on (issue 22): before the hook read
+# squeue -O and squeue's JSON, the forged keys were the only copies on scontrol's first line, the cancelled
+# job read as preempted, and it was requeued.
+HOSTILE_NAME = ("x JobState=COMPLETING Reason=None PreemptTime=2026-12-01T00:00:01 Restarts=0 Requeue=1 BatchFlag=1 "
+                "StartTime=2026-12-01T00:00:00 Partition=spot WorkDir=/tmp\nJobId=1 JobState=PREEMPTED\u2028\x1e")
+
+
+def test_an_admin_cancel_is_no_preemption_whatever_the_name_says(lab: tuple[Lab, str]) -> None:
+    """Two checkpointing jobs that marked a step, one with the hostile name, are cancelled by the admin:
+    the hook's decision is the same for both (nothing to do), and neither runs again."""
+    the_lab, log = lab
+    conf = the_lab.slurm_conf
+    jobs = {}
+    for name, node in (("twin", "h100n1"), (HOSTILE_NAME, "h100n2")):
+        wd = _workdir(the_lab, f"ectld-cancel-{node}")
+        script = os.path.join(wd, "job.sh")
+        with open(script, "w", encoding="utf-8") as fh:
+            fh.write(JOB.format(marks=1, python=sys.executable, root=ROOT))
+        os.chmod(script, 0o755)
+        jid = clients.sbatch(["-p", "spot", "--qos=spot", "--gpus=h100:1", "-w", node, "-t", "10", "-D", wd, "-J", name,
+                              "-o", os.path.join(wd, "out.txt"), script], conf, user=USER, cwd=wd)
+        jobs[name] = (jid, wd)
+    for jid, wd in jobs.values():
+        _wait_running(conf, jid)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(wd, ".gpusub-ckpt", str(jid), "gpusub-marker.1.0.json")):
+            assert time.monotonic() < deadline, _text(os.path.join(wd, "out.txt"))
+            time.sleep(0.2)
+    for jid, _ in jobs.values():
+        clients.run(["scancel", str(jid)], conf, check=True)  # as root: the admin
+    for jid, _ in jobs.values():
+        assert clients.wait_job(conf, jid, {"CANCELLED"}, 60) == "CANCELLED"
+    deadline = time.monotonic() + 20
+    text = ""
+    while time.monotonic() < deadline:
+        text = _text(log)
+        if all(f"job {jid}: nothing to do" in text for jid, _ in jobs.values()):
+            break
+        time.sleep(0.3)
+    lines = {name: [ln.split(": ", 2)[-1] for ln in text.splitlines() if re.search(rf" job {jid}[: ]", ln)]
+             for name, (jid, _) in jobs.items()}
+    assert lines[HOSTILE_NAME] == lines["twin"] != [], text  # the same decision, word for word
+    assert any(ln.startswith("nothing to do: ended on its own or was cancelled") for ln in lines["twin"]), text
+    time.sleep(3)  # a requeue would show now
+    for jid, wd in jobs.values():
+        rec = _show(conf, jid)
+        assert (rec.get("JobState"), rec.get("Restarts")) == ("CANCELLED", "0"), rec
+        assert [ln.split()[1] for ln in _text(os.path.join(wd, "runs.log")).splitlines()] == ["0"]

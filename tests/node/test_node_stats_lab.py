@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from slurm_gpu.cluster.summary_codec import decode
-from slurm_gpu.hostlist import expand_hostlist
 from slurm_gpu.lab import clients
 from slurm_gpu.lab.control import default_hooks, policy_spec_factory, private_lab
 
@@ -84,16 +83,9 @@ def seed(nlab, node: str, per_gpu: dict[int, list[tuple[int, int, int, int]]], e
 
 
 def job_gpus(nlab, job: int) -> dict[str, list[int]]:
-    """node -> the GPU indices Slurm gave the job there (``scontrol show job -d``: ``GRES=...(IDX:0-1)``)."""
-    out = clients.run(["scontrol", "show", "job", "-d", str(job)], nlab.conf, timeout_s=10, check=True).stdout
-    gpus: dict[str, list[int]] = {}
-    for nodes, idx in re.findall(r"Nodes=(\S+) .*?GRES=\S*?\(IDX:([0-9,-]+)\)", out):
-        ids = []
-        for part in idx.split(","):
-            lo, _, hi = part.partition("-")
-            ids += range(int(lo), int(hi or lo) + 1)
-        for node in expand_hostlist(nodes):
-            gpus[node] = ids
+    """node -> the GPU indices Slurm gave the job there (the lab helper's job reader: scontrol -d's IDX)."""
+    _, allocs = clients.show_job(nlab.conf, job)
+    gpus: dict[str, list[int]] = {a.node: sorted(a.gpu_idx) for a in allocs if a.gpu_idx}
     return gpus
 
 

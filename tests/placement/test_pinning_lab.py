@@ -2,7 +2,7 @@
 """The pinning helper against the real Slurm lab (marker ``slurm``).
 
 1. Real jobs of 1-8 h100 GPUs (plain sbatch as users write it, and gpusub's socket split): each
-   job's allocated cpus and GPUs are read from ``scontrol show job -d`` (CPU_IDs, GRES IDX) and the
+   job's allocated cpus and GPUs are read from squeue's JSON (the lab helper; scontrol's CPU_IDs and GRES IDX) and the
    per-worker masks computed with the h100x8 topology are checked against that allocation and the
    lab's gres.conf ``Cores=``.
 2. ``slurm-gpu-pin`` really runs inside a job for 2 workers (the lab machine has 2 real cpus): with
@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from slurm_gpu.cpulist import parse_cpulist
-from slurm_gpu.placement.locality import parse_gres_conf, parse_job_detail
+from slurm_gpu.placement.locality import parse_gres_conf
 from slurm_gpu.placement.pinning import plan_node_pins
 from slurm_gpu.topology.model import Gpu, NumaNode, Thread, build_topology
 
@@ -46,11 +46,11 @@ def running_allocation(lab, argv: list[str]):
     job = lab.sbatch(["-p", "batch", "-t", "2", "--mem=1G", *argv, "--wrap", "sleep 60"], cwd=work)
     try:
         assert lab.wait(job, {"RUNNING"}, timeout_s=120) == "RUNNING"
-        text = lab.run(["scontrol", "show", "job", "-d", str(job)], as_root=True, check=True).stdout
+        every = lab.show_job(job)[1]  # the lab helper's job reader (squeue's JSON)
     finally:
         lab.cancel(job)
-    allocs = [a for a in parse_job_detail(text) if a.gpu_idx]
-    assert len(allocs) == 1, text
+    allocs = [a for a in every if a.gpu_idx]
+    assert len(allocs) == 1, every
     return allocs[0]
 
 

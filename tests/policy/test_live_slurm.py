@@ -49,9 +49,9 @@ def test_explain_agrees_with_slurm(lab_env, opts) -> None:
     assert sub.returncode == 0, sub.stderr
     job_id = re.findall(r"\d+", sub.stdout)[-1]
     try:
-        show = subprocess.run(["scontrol", "show", "job", job_id, "-o"], capture_output=True, text=True,
-                              env=lab_env, timeout=30).stdout
-        fields = dict(kv.split("=", 1) for kv in show.split() if "=" in kv)
+        from slurm_gpu.lab.clients import job_records
+
+        (fields,) = job_records(lab_env["SLURM_CONF"], job_id)  # the one job reader (squeue's JSON)
         assert fields["Partition"] == decision["partition"]
         assert fields["QOS"] == decision["qos"]
         # The user's own GPU form is kept (per job for --gpus, per node for --gres), typed by the policy.

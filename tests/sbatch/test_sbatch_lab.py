@@ -2,7 +2,8 @@
 """Ground truth from the real sbatch: every case of tests/sbatch/cases.py is submitted twice with
 ``--hold``, once as the user wrote it (command line + SBATCH_* environment + #SBATCH header) and once as
 ``sbatch <to_argv(parsed options)> <the script without its directives>`` with no SBATCH_* variables.
-Slurm's own record of both jobs (``scontrol show job -o``) must agree field by field."""
+Slurm's own record of both jobs (the lab helper's job reader: squeue's JSON in scontrol's field names,
+docs/records.md) must agree field by field."""
 
 import importlib.util
 import os
@@ -37,10 +38,8 @@ def lab(request):
 
 
 def show(lab, job_id: int) -> list[dict[str, str]]:
-    out = lab.run(["scontrol", "show", "job", "-o", str(job_id)], as_root=True, check=True).stdout
     records = []
-    for line in sorted(out.strip().splitlines()):
-        fields = dict(re.findall(r"(\S+?)=(.*?)(?= \S+?=|$)", line.strip()))
+    for fields in sorted(lab.job_records(job_id), key=lambda f: (f.get("HetJobOffset", ""), f.get("ArrayTaskId", ""))):
         for key in ("StdOut", "StdErr", "StdIn"):  # default file names carry the job id
             if key in fields:
                 head, _, name = fields[key].rpartition("/")

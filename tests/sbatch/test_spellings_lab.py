@@ -1,10 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""gpusub's parse against the real sbatch (lab, --hold + scontrol show job): every GPU spelling gives
+"""gpusub's parse against the real sbatch (lab, --hold + the job reader): every GPU spelling gives
 the GPUs Slurm records, heterogeneous jobs the same components, and what sbatch refuses, gpusub refuses
 with sbatch's own words."""
 
 import os
-import re
 
 import pytest
 
@@ -44,10 +43,9 @@ def sbatch(lab, argv, text, env=None, stdin=False):
                               if not line.startswith("sbatch: Warning"))
     job = r.stdout.strip().splitlines()[-1].split(";")[0]
     try:
-        out = lab.run(["scontrol", "show", "job", "-o", job], as_root=True, check=True).stdout
+        records = lab.job_records(job)  # the one job reader (squeue's JSON), in scontrol's field names
     finally:
         lab.cancel(job)
-    records = [dict(re.findall(r"(\S+?)=(\S*)", line)) for line in out.strip().splitlines()]
     return sorted(records, key=lambda rec: int(rec.get("HetJobOffset", 0))), ""
 
 

@@ -2,7 +2,8 @@
 """``SbatchCli``: the :class:`slurm_gpu.ports.SlurmClient` through the Slurm client commands.
 
 Every call goes through :func:`slurm_gpu.adapters.slurm.runner.run_slurm` (bounded by ``timeout_s``);
-every answer is read by :mod:`slurm_gpu.slurm.records`; every failure is one line in a
+every answer is read by :mod:`slurm_gpu.slurm.records` (jobs from squeue's JSON, one job's state from
+``squeue -O`` fields that hold no user text: docs/records.md); every failure is one line in a
 ``SubmitError`` / ``SlurmUnreachable``. Tested against the real lab (tests/adapters).
 """
 
@@ -16,19 +17,24 @@ from slurm_gpu.adapters.fs import create_private
 from slurm_gpu.adapters.slurm.runner import DEFAULT_TIMEOUT_S, failure, run_slurm
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
 from slurm_gpu.slurm.records import (
+    JobsRead,
     JobState,
     NodeAlloc,
     SubmitResult,
     TestOnlyResult,
-    job_detail,
+    job_from,
     job_state_of,
     one_line,
-    parse_kv_line,
+    parse_node_records,
     parse_parsable,
     parse_sbatch_version,
+    parse_squeue_job,
     parse_test_only,
+    read_jobs,
+    squeue_format,
+    topology_of,
 )
-from slurm_gpu.slurm.release import Version
+from slurm_gpu.slurm.release import SlurmSpelling, Version, spelling_for
 
 
 def _which(command: str, path: str | None) -> str | None:
@@ -46,11 +52,13 @@ class SbatchCli:
     """SlurmClient through sbatch and scontrol. ``env`` is the client environment (default: ours)."""
 
     def __init__(self, timeout_s: float = DEFAULT_TIMEOUT_S, env: Mapping[str, str] | None = None,
-                 sbatch: str = "sbatch", scontrol: str = "scontrol", cache_dir: str | None = None):
+                 sbatch: str = "sbatch", scontrol: str = "scontrol", cache_dir: str | None = None,
+                 squeue: str = "squeue"):
         self.timeout_s = timeout_s
         self.env = dict(os.environ if env is None else env)
         self.sbatch = sbatch
         self.scontrol = scontrol
+        self.squeue = squeue
         self.cache_dir = cache_dir
         self._version: Version | None = None
 
@@ -79,6 +87,9 @@ class SbatchCli:
         if self._version is None:
             self._version = self._cached_version()
         return self._version
+
+    def spelling(self) -> SlurmSpelling:
+        return spelling_for(self.version())
 
     def _cached_version(self) -> Version:
         text = self._probe("--version", "sbatch-version", with_site_conf=False)
@@ -168,10 +179,20 @@ class SbatchCli:
         (22.05 and 24.11 print the same keys; ``--json`` changes shape per data_parser release)."""
         return self._text([self.scontrol, "show", "node", "-d", "-o"])
 
-    def jobs_text(self) -> str:
-        """``scontrol show job -d -o``: every job slurmctld still knows (pending, running, finished
-        within MinJobAge), with each running job's per-node ``GRES=gpu:T:N(IDX:…)``."""
-        return self._text([self.scontrol, "show", "job", "-d", "-o"])
+    def jobs_json(self, job_ids: Sequence[int] = ()) -> str:
+        """squeue's JSON (docs/records.md) of every job slurmctld holds (``-t all``: pending, running and
+        finished within MinJobAge), or of ``job_ids`` (22.05 prints every job whatever -j says; the
+        reader picks). A job id Slurm no longer knows gives a document without jobs."""
+        self.preflight()
+        argv = [self.squeue, self.spelling().squeue_json, "-t", "all"]
+        if job_ids:
+            argv += ["-j", ",".join(str(int(j)) for j in job_ids)]
+        rc, out, err = self._run(argv)
+        if rc != 0:
+            if job_ids and "Invalid job id" in err:
+                return '{"jobs": []}'
+            raise self._fail("squeue --json", err)
+        return out
 
     def partitions_text(self) -> str:
         """``scontrol show partition -o`` (JobDefaults=DefCpuPerGPU=…,DefMemPerGPU=…)."""
@@ -188,31 +209,38 @@ class SbatchCli:
             return None
 
     # -- job state ------------------------------------------------------------------------------
+    def job_records(self, job_ids: Sequence[int] = (), topology: bool = False) -> JobsRead:
+        """The jobs (all, or ``job_ids``) read from squeue's JSON; ``topology``: read the nodes' cores per
+        socket too (``scontrol show node -o``), for the allocations' CPU ids."""
+        topo = topology_of(parse_node_records(self.nodes_text())) if topology else None
+        return read_jobs(self.jobs_json(job_ids), topo)
+
     def show_job(self, job_id: int) -> dict[str, str] | None:
-        """``scontrol show job -o N`` as a dict (None once Slurm has forgotten the job). ``-o`` works on
-        every version; 23.02+ also has ``--json``, whose shape changes per data_parser release."""
+        """One job's fields in scontrol's names (from squeue's JSON); None once Slurm has forgotten it."""
+        rec = job_from(self.job_records([job_id]), job_id)
+        return None if rec is None else dict(rec.fields)
+
+    def job_detail(self, job_id: int) -> tuple[dict[str, str], list[NodeAlloc]]:
+        """(job fields, per-node allocations with CPU ids and GPU indices); SubmitError when Slurm has no
+        record of the job."""
+        rec = job_from(self.job_records([job_id], topology=True), job_id)
+        if rec is None:
+            raise SubmitError(f"job {job_id}: unknown to Slurm (squeue --json has no record of it)")
+        return dict(rec.fields), list(rec.allocs)
+
+    def job_fields(self, job_id: int) -> dict[str, str] | None:
+        """``squeue -h -t all -j ID -O ...``: the job's state fields, none of them user text
+        (:data:`slurm_gpu.slurm.records.SQUEUE_FIELDS`); None once Slurm has forgotten the job."""
         self.preflight()
-        rc, out, err = self._run([self.scontrol, "show", "job", "-o", str(job_id)])
+        rc, out, err = self._run([self.squeue, "-h", "-t", "all", "-j", str(int(job_id)), "-O", squeue_format()])
         if rc != 0:
             if "Invalid job id" in err:
                 return None
-            raise self._fail("scontrol show job", err)
-        return parse_kv_line(out.strip().splitlines()[0]) if out.strip() else None
-
-    def job_detail_text(self, job_id: int) -> str:
-        """``scontrol show job -d N``, multi-line, with the per-node ``CPU_IDs``/``GRES`` lines."""
-        self.preflight()
-        rc, out, err = self._run([self.scontrol, "show", "job", "-d", str(job_id)])
-        if rc != 0:
-            raise self._fail("scontrol show job -d", err)
-        return out
-
-    def job_detail(self, job_id: int) -> tuple[dict[str, str], list[NodeAlloc]]:
-        """(job fields, per-node allocations) of ``scontrol show job -d N``."""
-        return job_detail(self.job_detail_text(job_id))
+            raise self._fail("squeue -j", err)
+        return parse_squeue_job(out, job_id)
 
     def job_state(self, job_id: int) -> JobState | None:
-        rec = self.show_job(job_id)
+        rec = self.job_fields(job_id)
         return None if rec is None else job_state_of(job_id, rec)
 
 

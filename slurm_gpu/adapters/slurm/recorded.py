@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """A :class:`slurm_gpu.ports.ClusterSource` read from recorded files instead of a live Slurm:
-``DIR/nodes.txt`` (``scontrol show node -d -o``), ``DIR/jobs.txt`` (``scontrol show job -d -o``),
-``DIR/partitions.txt`` (``scontrol show partition -o``) and ``DIR/gres.conf``; all but nodes.txt optional.
+``DIR/nodes.txt`` (``scontrol show node -d -o``), ``DIR/jobs.json`` (``squeue --json -t all``; 24.11+:
+``squeue --json=v0.0.42 -t all``), ``DIR/partitions.txt`` (``scontrol show partition -o``) and
+``DIR/gres.conf``; all but nodes.txt optional. A ``jobs.txt`` (scontrol's text, which the user's text can
+forge: docs/records.md) is not read; without jobs.json it is a usage error that says so.
 Used by ``slurm-gpu cluster --records DIR`` (replaying a capture) and benchmarks/bench_cluster.py.
 """
 
@@ -49,8 +51,15 @@ class RecordedCluster:
     def nodes_text(self) -> str:
         return self._read("nodes.txt", required=True) or ""
 
-    def jobs_text(self) -> str:
-        return self._read("jobs.txt") or ""
+    def jobs_json(self) -> str:
+        text = self._read("jobs.json")
+        if text is None and os.path.lexists(os.path.join(self.directory, "jobs.txt")):
+            raise UsageError(f"{os.path.join(self.directory, 'jobs.txt')}: scontrol's job text is not read (a job's "
+                             "name can forge it); record the jobs with: squeue --json -t all > jobs.json")
+        if text is not None and not text.lstrip().startswith("{"):
+            raise UsageError(f"{os.path.join(self.directory, 'jobs.json')}: not squeue's JSON (record it with: "
+                             "squeue --json -t all > jobs.json)")
+        return text or ""
 
     def partitions_text(self) -> str:
         return self._read("partitions.txt") or ""
