@@ -2,18 +2,20 @@
 """Benchmark P6: `slurm-gpu cluster --json`'s computation over a recorded 2,000-node, 16,000-GPU cluster.
 
 The records are the lab's real Slurm 22.05.8 output (tests/cluster/data/lab-22.05: `scontrol show node
--d -o`, `scontrol show job -d -o`, `scontrol show partition -o`), scaled up by renaming: 2,000 copies of
-the h100n1 line (gpu0001..gpu2000, 8 x h100 each) with GresUsed/CPUAlloc/AllocMem/State set for a
-deterministic mix of 0-8 GPUs in use (every 50th node drained, every 97th powered down), and one job line
-per running job (copies of job 1182, renamed, with its own GPU indices) plus 2,000 pending jobs, written
+-d -o`, `squeue --json -t all` (the one job reader's input, docs/records.md), `scontrol show partition
+-o`), scaled up by renaming: 2,000 copies of the h100n1 line (gpu0001..gpu2000, 8 x h100 each) with
+GresUsed/CPUAlloc/AllocMem/State set for a deterministic mix of 0-8 GPUs in use (every 50th node drained,
+every 97th powered down), and one job per running job (copies of the capture's running `--gpus=h100:3` job,
+renamed, with its own GPU indices and cores) plus 2,000 pending jobs (copies of its pending job), written
 to files in a temporary directory.
 
 Measured, alternating for N rounds (default 15), median:
-- cluster: read the three files, parse them (slurm_gpu.slurm.records), compute the summary
-  (slurm_gpu.cluster.model) and json.dumps it: what `slurm-gpu cluster --json --records DIR` does after
-  start-up;
-- floor: read one file holding the same records as JSON (a list of {key: value} objects per record,
-  exactly the key/value pairs scontrol printed) and json.loads it.
+- cluster: read the three files, parse them (slurm_gpu.slurm.records: the nodes' text, squeue's JSON),
+  compute the summary (slurm_gpu.cluster.model) and json.dumps it: what `slurm-gpu cluster --json
+  --records DIR` does after start-up;
+- floor: read one file holding the same records as JSON (the nodes and partitions as a list of
+  {key: value} objects, exactly the key/value pairs scontrol printed; the jobs as squeue printed them)
+  and json.loads it.
 Prints both, their ratio (goal <= 3.0) and the peak memory of one cluster run (tracemalloc) and of one
 floor run. Exit 1 when the ratio is above --goal.
 
@@ -23,6 +25,7 @@ floor run. Exit 1 when the ratio is above --goal.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import re
@@ -51,10 +54,10 @@ def _sub(line: str, **fields: str) -> str:
 def generate(directory: str, n_nodes: int) -> dict[str, int]:
     with open(os.path.join(LAB, "nodes.txt"), encoding="utf-8") as fh:
         node_tpl = [ln for ln in fh.read().splitlines() if ln.startswith("NodeName=h100n1 ")][0]
-    with open(os.path.join(LAB, "jobs.txt"), encoding="utf-8") as fh:
-        jobs = fh.read().splitlines()
-    job_tpl = [ln for ln in jobs if ln.startswith("JobId=1182 ")][0]
-    pend_tpl = [ln for ln in jobs if ln.startswith("JobId=539 ")][0]
+    with open(os.path.join(LAB, "jobs.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    job_tpl = next(j for j in doc["jobs"] if j["job_state"] == "RUNNING" and j["tres_per_job"] == "gres:gpu:h100:3")
+    pend_tpl = next(j for j in doc["jobs"] if j["job_state"] == "PENDING")
     nodes, job_lines = [], []
     job_id = 10_000
     for i in range(1, n_nodes + 1):
@@ -73,24 +76,30 @@ def generate(directory: str, n_nodes: int) -> dict[str, int]:
         while start < used:  # jobs of 1, 2 or 4 GPUs fill the used ones
             size = min(used - start, (1, 2, 4)[(i + start) % 3])
             idx = f"{start}-{start + size - 1}" if size > 1 else str(start)
-            line = _sub(job_tpl, JobId=str(job_id), NodeList=name, BatchHost=name, ReqNodeList=name,
-                        TresPerJob=f"gres:gpu:h100:{size}", NumCPUs=str(4 * size))
-            group = f"Nodes={name} CPU_IDs=0-{4 * size - 1} Mem={61440 * size} GRES=gpu:h100:{size}(IDX:{idx})"
-            line = line.replace("Nodes=h100n1 CPU_IDs=0-11 Mem=184320 GRES=gpu:h100:3(IDX:0-2)", group)
-            job_lines.append(line)
+            job = copy.deepcopy(job_tpl)
+            cores = {str(c): "allocated" for c in range(4 * start, 4 * (start + size))}
+            job.update(job_id=job_id, nodes=name, batch_host=name, required_nodes=name, cpus=4 * size,
+                       tres_per_job=f"gres:gpu:h100:{size}", gres_detail=[f"gpu:h100:{size}(IDX:{idx})"])
+            job["job_resources"].update(nodes=name, allocated_cores=4 * size)
+            job["job_resources"]["allocated_nodes"] = [dict(job["job_resources"]["allocated_nodes"][0],
+                                                            nodename=name, sockets={"0": {"cores": cores}})]
+            job_lines.append(job)
             job_id += 1
             start += size
     for k in range(n_nodes):
         size = (1, 2, 4, 8)[k % 4]
-        job_lines.append(_sub(pend_tpl, JobId=str(job_id)).rstrip() + f" TresPerJob=gres:gpu:h100:{size}")
+        job_lines.append(dict(copy.deepcopy(pend_tpl), job_id=job_id, tres_per_job=f"gres:gpu:h100:{size}"))
         job_id += 1
-    texts = {"nodes.txt": "\n".join(nodes) + "\n", "jobs.txt": "\n".join(job_lines) + "\n"}
+    texts = {"nodes.txt": "\n".join(nodes) + "\n",
+             "jobs.json": json.dumps({"meta": doc["meta"], "errors": [], "jobs": job_lines}, indent=2)}
     with open(os.path.join(LAB, "partitions.txt"), encoding="utf-8") as fh:
         texts["partitions.txt"] = _sub(fh.read().splitlines()[1], Nodes=f"gpu[0001-{n_nodes:04d}]") + "\n"
     for name, text in texts.items():
         with open(os.path.join(directory, name), "w", encoding="utf-8") as fh:
             fh.write(text)
-    records = {name: [parse_kv_line(ln) for ln in text.splitlines() if ln] for name, text in texts.items()}
+    records = {name: [parse_kv_line(ln) for ln in texts[name].splitlines() if ln]
+               for name in ("nodes.txt", "partitions.txt")}
+    records["jobs"] = job_lines
     with open(os.path.join(directory, "records.json"), "w", encoding="utf-8") as fh:
         json.dump(records, fh)
     return {"nodes": len(nodes), "gpus": 8 * len(nodes), "jobs": len(job_lines),
@@ -100,7 +109,7 @@ def generate(directory: str, n_nodes: int) -> dict[str, int]:
 
 def run_cluster(directory: str) -> str:
     texts = []
-    for name in ("nodes.txt", "jobs.txt", "partitions.txt"):
+    for name in ("nodes.txt", "jobs.json", "partitions.txt"):
         with open(os.path.join(directory, name), encoding="utf-8") as fh:
             texts.append(fh.read())
     return json.dumps(from_texts(*texts).summary, indent=1)
@@ -148,7 +157,8 @@ def main() -> int:
         c, f = statistics.median(cluster_t), statistics.median(floor_t)
         pc, pf = peak(run_cluster, directory), peak(run_floor, directory)
     print(f"records: {size['nodes']} nodes, {size['gpus']} GPUs, {size['jobs']} jobs; "
-          f"text {size['text_bytes'] / 1e6:.1f} MB, same records as JSON {size['json_bytes'] / 1e6:.1f} MB")
+          f"files (node text, squeue's JSON) {size['text_bytes'] / 1e6:.1f} MB, "
+          f"the same records as JSON {size['json_bytes'] / 1e6:.1f} MB")
     print(f"summary: h100 total {h['total']} allocated {h['allocated']} free {h['free']} unavailable "
           f"{h['unavailable']} largest one node {h['largest_startable']['one_node']}")
     print(f"cluster --json computation: median {c * 1e3:.1f} ms; floor json.loads of the same records: "

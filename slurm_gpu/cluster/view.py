@@ -14,6 +14,7 @@ from slurm_gpu.cluster.picture import MAX_ROWS, gpu_sockets, render
 from slurm_gpu.placement.locality import parse_gres_conf
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.records import (
+    JOB_GRES_KEYS,
     JobGres,
     NodeRecord,
     job_gres,
@@ -35,7 +36,7 @@ def jobs_of(jobs_json: str) -> tuple[list[JobGres], tuple[str, ...]]:
     """squeue's JSON -> the cluster view's jobs; a job that cannot be read is left out and named."""
     if not jobs_json.strip():
         return [], ()
-    read = read_jobs(jobs_json)
+    read = read_jobs(jobs_json, keys=JOB_GRES_KEYS)
     out, problems = [], list(read.problems)
     for job in read.jobs:
         try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
@@ -393,6 +393,10 @@ class JobGres(NamedTuple):
     held: tuple[tuple[str, tuple[GresCount, ...]], ...]  # (node, GRES with IDX) while allocated
 
 
+JOB_GRES_KEYS = frozenset({"UserId", "JobState", "Partition", "NumNodes", "TresPerNode", "TresPerJob", "TRES",
+                           "ReqTRES", "AllocTRES"})  # what job_gres reads: read_jobs(..., keys=JOB_GRES_KEYS)
+
+
 def job_gres(job: JobRecord) -> JobGres:
     """One job record -> JobGres: its GRES request per node and, while allocated, the GRES (with
     indices) it holds on each node of its allocation."""
@@ -515,7 +519,10 @@ def _stamp(value: Any, unset: str = "Unknown") -> str:
 
 
 def _minutes_text(value: Any) -> str | None:
-    """A time limit in minutes -> scontrol's ``04:00:00`` / ``1-00:00:00`` / ``UNLIMITED``."""
+    """A time limit in minutes -> scontrol's ``04:00:00`` / ``1-00:00:00`` / ``UNLIMITED`` (22.05's JSON
+    writes null for it, 24.11's ``"infinite": true``: measured with ``timelimit=UNLIMITED``)."""
+    if value is None:
+        return "UNLIMITED"
     n = _num(value)
     if n is None:
         return None
@@ -625,7 +632,7 @@ _JOB_FIELDS: tuple[tuple[str, Callable[[Mapping[str, Any]], str | None]], ...] =
     ("BatchFlag", lambda j: _flag(j.get("batch_flag"))),
     ("ExitCode", lambda j: _exit(j.get("exit_code"))),
     ("DerivedExitCode", lambda j: _exit(j.get("derived_exit_code"))),
-    ("TimeLimit", lambda j: _minutes_text(j.get("time_limit"))),
+    ("TimeLimit", lambda j: _minutes_text(j["time_limit"]) if "time_limit" in j else None),
     ("SubmitTime", lambda j: _stamp(j.get("submit_time"))),
     ("EligibleTime", lambda j: _stamp(j.get("eligible_time"))),
     ("StartTime", lambda j: _stamp(j.get("start_time"))),
@@ -735,22 +742,25 @@ def _allocs(job: Mapping[str, Any], topology: Topology | None) -> tuple[NodeAllo
     return tuple(out)
 
 
-def _job_record(job: Mapping[str, Any], topology: Topology | None) -> JobRecord:
+def _job_record(job: Mapping[str, Any], topology: Topology | None,
+                fields_read: tuple[tuple[str, Callable[[Mapping[str, Any]], str | None]], ...]) -> JobRecord:
     job_id = job.get("job_id")
     if isinstance(job_id, bool) or not isinstance(job_id, int) or not 0 < job_id < 1 << 32:
         raise ValueError(f"job_id {str(job_id)[:20]!r} is no job id")
     fields = {"JobId": str(job_id)}
-    for key, read in _JOB_FIELDS:
+    for key, read in fields_read:
         value = read(job)
         if value is not None:
             fields[key] = value
     return JobRecord(job_id, MappingProxyType(fields), _allocs(job, topology))
 
 
-def read_jobs(text: str, topology: Topology | None = None) -> JobsRead:
+def read_jobs(text: str, topology: Topology | None = None, keys: Collection[str] | None = None) -> JobsRead:
     """squeue's (or ``scontrol --json show job``'s) JSON -> one :class:`JobRecord` per job it holds.
-    A document that is not Slurm's JSON raises SlurmGpuError (one line); a job that cannot be read is
-    left out and named in ``problems`` (at most the first 20), the others are read."""
+    ``keys``: only these fields (scontrol's names; JobId always), for a caller that reads a few of
+    thousands of jobs (the cluster view). A document that is not Slurm's JSON raises SlurmGpuError (one
+    line); a job that cannot be read is left out and named in ``problems`` (at most the first 20), the
+    others are read."""
     from slurm_gpu.errors import SlurmGpuError
     from slurm_gpu.slurm.release import JSON_DIALECTS
 
@@ -769,11 +779,12 @@ def read_jobs(text: str, topology: Topology | None = None) -> JobsRead:
         problems.append(f"squeue --json: unknown JSON format {dialect[:40]!r} (read as {sorted(JSON_DIALECTS)[-1]})")
     jobs: list[JobRecord] = []
     left_out = 0
+    wanted = _JOB_FIELDS if keys is None else tuple((k, f) for k, f in _JOB_FIELDS if k in keys)
     for job in doc["jobs"][:MAX_JOBS]:
         try:
             if not isinstance(job, dict):
                 raise ValueError("not an object")
-            jobs.append(_job_record(job, topology))
+            jobs.append(_job_record(job, topology, wanted))
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError) as exc:
             left_out += 1
             if left_out <= 20:
@@ -837,5 +848,5 @@ __all__ = ["ACTIVE_STATES", "job_tres",
            "gpu_indices", "parse_parsable", "parse_test_only", "exit_code", "job_state_of", "parse_nodes",
            "parse_node_fields", "parse_sbatch_version", "GresCount", "parse_gres_counts", "NodeRecord", "node_record",
            "NodesRead", "read_node_records", "parse_node_records", "topology_of", "JobGres", "job_gres",
-           "partition_gpu_defaults", "JobRecord", "JobsRead", "read_jobs", "job_from", "MAX_JOBS", "MAX_JOB_NODES",
-           "SQUEUE_FIELDS", "squeue_format", "parse_squeue_job"]
+           "JOB_GRES_KEYS", "partition_gpu_defaults", "JobRecord", "JobsRead", "read_jobs", "job_from", "MAX_JOBS",
+           "MAX_JOB_NODES", "SQUEUE_FIELDS", "squeue_format", "parse_squeue_job"]

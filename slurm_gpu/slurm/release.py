@@ -120,6 +120,8 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
     ((24, 11, 0), dict(typed_gpus_per_task_ok=True, squeue_json="--json=v0.0.42", squeue_json_filters=True)),
 )
 
+# Jobs are read from squeue's JSON only (docs/records.md): scontrol's job text prints the user's name,
+# comment, paths and, from 26.05, SubmitLine= (the whole command line, mid-record; notes of issue 21) raw.
 # The JSON shapes of squeue --json that slurm_gpu.slurm.records reads (meta.plugin.type on 22.05, meta.plugin
 # .data_parser from 23.02), with the releases that print them. "plain": numbers are numbers, job_state a string;
 # "wrapped": numbers are {"set", "infinite", "number"}, job_state a list of flags (v0.0.40 and later).

@@ -33,7 +33,12 @@ UNTYPED = "gpu"  # the key of GPUs whose type sacct does not name
 def parse_sacct(text: str) -> list[dict[str, str]]:
     """``sacct -P`` output with its header line -> one dict per row (header names as keys). Lines with
     fewer fields than the header are skipped; extra ``|`` stay in the last column."""
-    return list(iter_sacct(text.splitlines()))
+    # rows end at "\n" only: splitlines() also cuts at \r, \x1e, \x85, U+2028 ..., which free text such as
+    # AdminComment may hold (docs/records.md)
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    return list(iter_sacct(lines))
 
 
 def iter_sacct(lines: Iterable[str]) -> Iterator[dict[str, str]]:

@@ -160,3 +160,21 @@ def test_job_gres_of_a_forged_comment_is_the_jobs_own():
     assert (g.state, g.partition, g.num_nodes) == ("RUNNING", "batch", 1)
     assert [(n, [(x.gres_type, x.count, sorted(x.idx or ())) for x in gres]) for n, gres in g.held] == [
         ("a100n1", [("a100", 1, [2])])]
+
+
+@pytest.mark.parametrize("release, unlimited", [("22.05", None),
+                                                ("24.11", {"set": False, "infinite": True, "number": 0})])
+def test_an_unlimited_time_limit_in_both_dialects(release, unlimited):
+    """``scontrol update jobid=N timelimit=UNLIMITED`` (measured): 22.05 writes null, 24.11 "infinite"."""
+    doc = json.loads((DATA / f"squeue-{release}.json").read_text())
+    doc["jobs"][0]["time_limit"] = unlimited
+    assert read_jobs(json.dumps(doc)).jobs[0].fields["TimeLimit"] == "UNLIMITED"
+    del doc["jobs"][0]["time_limit"]
+    assert "TimeLimit" not in read_jobs(json.dumps(doc)).jobs[0].fields
+
+
+def test_sacct_rows_end_at_a_line_feed_only():
+    from slurm_gpu.slurm.sacct import parse_sacct
+
+    rows = parse_sacct("JobID|AdminComment\r\n1|a\u2028b\x1ec\x85d\rx\n2|y\n")
+    assert rows == [{"JobID": "1", "AdminComment": "a\u2028b\x1ec\x85d\rx"}, {"JobID": "2", "AdminComment": "y"}]

@@ -118,7 +118,7 @@ def test_follow_reports_the_last_real_error(slurm_lab, tmp_path):
     conf.write_text("\n".join(ln for ln in text.splitlines() if not ln.startswith("SlurmctldPort=")) +
                     "\nSlurmctldPort=1\n")
     cli = SbatchCli(env=dict(slurm_lab.env(), SLURM_CONF=str(conf)), timeout_s=1)
-    with pytest.raises(SubmitError, match=r"job 1: no state after 3 tries; last error: scontrol"):
+    with pytest.raises(SubmitError, match=r"job 1: no state after 3 tries; last error: squeue gave no answer"):
         follow_job(cli, 1, io.StringIO(), interval_s=0, max_misses=2)
 
 

@@ -74,8 +74,17 @@ def test_hostile_record_directories_are_one_line_exit_2(tmp_path):
     jobs_fifo.mkdir()
     (jobs_fifo / "nodes.txt").write_bytes((DATA / "nodes.txt").read_bytes())
     os.mkfifo(jobs_fifo / "jobs.json")
+    old_text = tmp_path / "old-text"  # scontrol's job text, which a job's name can forge, is not read
+    old_text.mkdir()
+    (old_text / "nodes.txt").write_bytes((DATA / "nodes.txt").read_bytes())
+    (old_text / "jobs.txt").write_text("JobId=1 JobName=x\n")
+    not_json = tmp_path / "not-json"
+    not_json.mkdir()
+    (not_json / "nodes.txt").write_bytes((DATA / "nodes.txt").read_bytes())
+    (not_json / "jobs.json").write_text("JobId=1 JobName=x\n")
     for d, words in ((garbage, "no node record"), (fifo, "not a regular file"), (huge, "MiB"),
-                     (jobs_fifo, "jobs.json: not a regular file")):
+                     (jobs_fifo, "jobs.json: not a regular file"), (old_text, "squeue --json -t all > jobs.json"),
+                     (not_json, "jobs.json: not squeue's JSON")):
         p = run("--json", "--records", str(d))
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and words in p.stderr, (d, p.stderr)
         assert "Traceback" not in p.stderr

@@ -25,10 +25,11 @@ BOMB = " Nodes=h[1-999999] CPU_IDs=0 GRES=gpu:1(IDX:0)"
 GROUP = " Nodes=h[1-99999] CPU_IDs=0 GRES=gpu:1(IDX:0)"  # 20 in the name and 20 in the comment: forty
 # a comment that forges, after a line break, a RUNNING job of the same user in QOS debug holding 2 GPUs
 # (counted against the user's QOS limit by `why`) on a100n1's four GPUs (drawn as the user's by `cluster`)
-FORGED = ("c\nJobId=998 JobName=g UserId={user}({uid}) GroupId={user}({uid}) Account=lab QOS=debug JobState=RUNNING "
-          "Reason=None Partition=interactive NodeList=a100n1 NumNodes=1 NumCPUs=8 TRES=cpu=8,mem=120G,node=1,billing=8,"
-          "gres/gpu=2,gres/gpu:h100=2 JOB_GRES=gpu:a100:4   Nodes=a100n1 CPU_IDs=0-31 Mem=512000 "
-          "GRES=gpu:a100:4(IDX:0-3) MinCPUsNode=1 TresPerJob=gres:gpu:h100:2")
+# (99999998 is over Slurm's MaxJobId, 67,043,328: no real job has it)
+FORGED = ("c\nJobId=99999998 JobName=g UserId={user}({uid}) GroupId={user}({uid}) Account=lab QOS=debug "
+          "JobState=RUNNING Reason=None Partition=interactive NodeList=a100n1 NumNodes=1 NumCPUs=8 "
+          "TRES=cpu=8,mem=120G,node=1,billing=8,gres/gpu=2,gres/gpu:h100=2 JOB_GRES=gpu:a100:4   Nodes=a100n1 "
+          "CPU_IDs=0-31 Mem=512000 GRES=gpu:a100:4(IDX:0-3) MinCPUsNode=1 TresPerJob=gres:gpu:h100:2")
 MIX_KEYS = ("fragmentation_job_mix",)  # the job mix counts pending jobs' requests: checked on its own
 
 
@@ -101,7 +102,7 @@ def _rows(slurm_lab) -> list[str]:
 
 def test_a_forged_record_in_a_comment_adds_no_job_and_changes_no_why(slurm_lab, submit):
     """Measured before the reader: `why` of the pending twin said "labuser has 4 in use ... 4 over" (the
-    forged job's 2 GPUs added) and the picture drew a100n1 as the user's (job 998); both must stay."""
+    forged job's 2 GPUs added) and the picture drew a100n1 as the user's (the forged job); both must stay."""
     import pwd
 
     user = pwd.getpwnam(slurm_lab.user)
@@ -118,16 +119,16 @@ def test_a_forged_record_in_a_comment_adds_no_job_and_changes_no_why(slurm_lab, 
     assert (limit["in_use"], limit["over_by"]) == (2, 2), limit
     view_before, rows_before = _view(slurm_lab)[0], _rows(slurm_lab)
     forged = FORGED.format(user=user.pw_name, uid=user.pw_uid)
-    hostile = submit("-p", "batch", "--gpus=h100:1", "-J", "x UserId=root(0) QOS=debug JobState=RUNNING\nJobId=997",
-                     "--comment", forged, "--wrap", "true")
+    name = "x UserId=root(0) QOS=debug JobState=RUNNING\nJobId=99999997"
+    hostile = submit("-p", "batch", "--gpus=h100:1", "-J", name, "--comment", forged, "--wrap", "true")
 
     why_after, _ = _cli(slurm_lab, "why", "--json", "--no-estimate", str(twin))
     assert why_after.returncode == 0 and json.loads(why_after.stdout) == json.loads(why_before.stdout)
-    assert _rows(slurm_lab) == rows_before  # a100n1 not drawn as held, no job 998 in the legend
+    assert _rows(slurm_lab) == rows_before  # a100n1 not drawn as held, no job 99999998 in the legend
     assert _without_mix(_view(slurm_lab)[0]) == _without_mix(view_before)
     ids = {j.job_id for j in SbatchCli(env=slurm_lab.env()).job_records().jobs}
     listed = slurm_lab.run(["squeue", "-h", "-t", "all", "-O", "JobID:|"], as_root=True, check=True).stdout
-    assert ids <= {int(x) for x in listed.replace("|", " ").split()} and not {997, 998} & ids
+    assert ids <= {int(x) for x in listed.replace("|", " ").split()} and not {99999997, 99999998} & ids
     own, _ = _cli(slurm_lab, "why", "--json", "--no-estimate", str(hostile))
     assert own.returncode == 0, own.stderr
     mine = json.loads(own.stdout)
