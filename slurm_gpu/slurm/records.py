@@ -838,7 +838,8 @@ def parse_squeue_job(text: str, job_id: int) -> dict[str, str] | None:
     for key, (shown, meant) in _SQUEUE_UNSET.items():
         if fields[key] == shown:
             fields[key] = meant
-    if ":" not in fields["ExitCode"] and is_digits(fields["ExitCode"]) and len(fields["ExitCode"]) <= 10:  # 22.05 prints the wait status's number
+    code = fields["ExitCode"]
+    if ":" not in code and is_digits(code) and len(code) <= 10:  # 22.05 prints the wait status's number
         fields["ExitCode"] = _exit(int(fields["ExitCode"])) or "0:0"
     return fields
 

@@ -81,9 +81,8 @@ def test_an_answer_for_other_ids_is_refused(slurm_lab, jobs):
     from slurm_gpu.cli.why import records_for
     from slurm_gpu.cluster.jobstats_io import JOBSTATS_FIELDS, rows_of
     from slurm_gpu.slurm.job_id import parse_job_id
-    from slurm_gpu.slurm.sacct import parse_sacct
-
     from slurm_gpu.slurm.records import read_jobs
+    from slurm_gpu.slurm.sacct import parse_sacct
 
     plain, array, het, ran = jobs
     # every job (as scontrol answers for 0, and 22.05's squeue --json for any -j), by the one job reader
