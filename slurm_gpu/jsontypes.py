@@ -10,3 +10,33 @@ from typing import TypeAlias
 
 JsonValue: TypeAlias = "Mapping[str, JsonValue] | Sequence[JsonValue] | str | int | float | bool | None"
 JsonObject: TypeAlias = "dict[str, JsonValue]"
+
+
+MAX_DEPTH = 64  # far deeper than any record of ours; json itself has no fixed bound from Python 3.13 on
+
+
+def nested_deeper_than(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether the JSON text nests arrays/objects deeper than ``limit`` (brackets inside strings do not
+    count). The same answer on every Python, where ``json.loads`` may recurse, raise RecursionError, or
+    (newer releases) build the whole structure. Cheap for ordinary records: only a text with more than
+    ``limit`` opening brackets is scanned."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False

@@ -19,6 +19,7 @@ from slurm_gpu.adapters import fs
 from slurm_gpu.cluster.jobstats_io import load_optional_policy, sacct_lines
 from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import UsageError
+from slurm_gpu.jsontypes import nested_deeper_than
 
 REPORT_FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "State", "Submit", "Start", "End",
                  "ElapsedRaw", "AllocTRES", "AdminComment")
@@ -127,12 +128,15 @@ def read_stats_records(path: str, max_bytes: int = MAX_STATS_BYTES,
             size += len(chunk)
     finally:
         os.close(fd)
-    lines = b"".join(chunks).decode("utf-8", errors="replace").splitlines()
+    lines = b"".join(chunks).decode("utf-8", errors="replace").split("\n")  # JSON lines: \n ends a record
     if offset:
         lines = lines[1:]  # the first line was cut
     out = []
     unreadable, first = 0, 0
     for n, line in enumerate(lines, 1):
+        if nested_deeper_than(line):
+            unreadable, first = unreadable + 1, first or n
+            continue
         try:
             rec = json.loads(line)
         except ValueError:

@@ -197,3 +197,14 @@ def test_live_lab_matches_cluster_json(slurm_lab, tmp_path):
     total = json.loads(c.stdout)["types"]["h100"]["total"]  # constant while other jobs come and go
     h100 = [v for (name, labels), v in s.items() if name == "slurm_gpu_gres_units" and ("type", "h100") in labels]
     assert len(h100) == 3 and sum(h100) == total == 16
+
+
+def test_nesting_is_bounded_by_us_not_by_the_interpreter():
+    """json.loads recurses (or, on newer Pythons, builds the structure): the depth bound is ours."""
+    from slurm_gpu.jsontypes import MAX_DEPTH, nested_deeper_than
+
+    assert not nested_deeper_than('{"a": [1, {"b": "[[[[" }]}')
+    assert not nested_deeper_than("[" * MAX_DEPTH + "]" * MAX_DEPTH)
+    assert nested_deeper_than("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1))
+    assert not nested_deeper_than('"' + "[" * 500 + '"')  # brackets inside a string
+    assert not nested_deeper_than('["\\"' + "[" * 500 + '"]')  # an escaped quote keeps the string open
