@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -36,6 +37,23 @@ def jobs(slurm_lab):
     ran = slurm_lab.sbatch(["-p", "batch", "-t", "1", "-o", "/dev/null", "--wrap", "true"])
     yield plain, array, het, ran
     slurm_lab.cancel(plain, array, het, ran)
+
+
+@pytest.fixture(scope="module")
+def ran_het(slurm_lab):
+    """A hetjob of 2 components that ran, once accounting lists both. (A pending hetjob is one record in
+    24.11's accounting, ``J`` alone, its ``J+0``/``J+1`` only once it starts; 22.05 lists them at once.)"""
+    het = slurm_lab.sbatch(["-p", "batch", "-t", "1", "-o", "/dev/null", "--wrap", "true", ":", "-p", "batch",
+                            "-t", "1"])
+    slurm_lab.wait(het, timeout_s=120)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        out = slurm_lab.run(["sacct", "-a", "-P", "-n", "-X", "-j", f"{het}+1", "--format=JobID"], as_root=True).stdout
+        if f"{het}+1" in out.split():
+            break
+        time.sleep(0.5)
+    yield het
+    slurm_lab.cancel(het)
 
 
 def _usage_error(p: subprocess.CompletedProcess[str], *forms: str) -> str:
@@ -66,11 +84,11 @@ def test_why_answers_for_the_form_asked(slurm_lab, jobs):
         assert doc["job_id"] == str(shown) and doc["reason"] == "JobHeldUser", doc
 
 
-def test_jobstats_answers_for_the_form_asked(slurm_lab, jobs):
-    _, array, het, _ = jobs
-    p = cli(slurm_lab, "jobstats", "--json", f"{het}+1")
+def test_jobstats_answers_for_the_form_asked(slurm_lab, jobs, ran_het):
+    _, array, _, _ = jobs
+    p = cli(slurm_lab, "jobstats", "--json", f"{ran_het}+1")
     assert p.returncode == 0, p.stderr
-    assert [j["job_id"] for j in json.loads(p.stdout)["jobs"]] == [f"{het}+1"]
+    assert [j["job_id"] for j in json.loads(p.stdout)["jobs"]] == [f"{ran_het}+1"]
     p = cli(slurm_lab, "jobstats", "--json", f"{array}_*")
     assert p.returncode == 0, p.stderr
     assert [j["job_id"] for j in json.loads(p.stdout)["jobs"]] == [f"{array}_[1-3]"]
