@@ -64,10 +64,16 @@ out([[p.pid, p.usedGpuMemory] for p in N.nvmlDeviceGetComputeRunningProcesses(h)
 
 
 def test_accounting_pids_and_stats(node, sleeper):
+    # an accounted process that has ended: a child of ours, reaped (a fixed number such as 4242 can be a
+    # live process in a fresh PID namespace, as in .ci/in-root's roots)
+    done = subprocess.Popen(["true"])
+    done.wait()
+    gone = done.pid
+
     def edit(data):
         data["gpus"][0]["accounting"] = 1
         data["gpus"][0]["accounted"] = [
-            {"pid": 4242, "gpu_util": 87, "mem_util": 40, "max_mem_mib": 30000, "time_ms": 5000, "start_us": 17},
+            {"pid": gone, "gpu_util": 87, "mem_util": 40, "max_mem_mib": 30000, "time_ms": 5000, "start_us": 17},
             {"pid": sleeper.pid, "gpu_util": 5, "mem_util": 1, "max_mem_mib": 10, "time_ms": 0, "start_us": 18},
         ]
 
@@ -83,7 +89,7 @@ h1 = N.nvmlDeviceGetHandleByIndex(1)
 out([rows, err(N.nvmlDeviceGetAccountingStats, h, 1), err(N.nvmlDeviceGetAccountingPids, h1)])
 """
     assert n.run(code) == [
-        [[4242, 87, 40, 30000 * 2**20, 5000, 0], [sleeper.pid, 5, 1, 10 * 2**20, 0, 1]],
+        [[gone, 87, 40, 30000 * 2**20, 5000, 0], [sleeper.pid, 5, 1, 10 * 2**20, 0, 1]],
         "NVMLError_NotFound",
         "NVMLError_NotSupported",  # accounting mode disabled on GPU1
     ]
