@@ -57,3 +57,28 @@ def test_version_detection_needs_no_controller_and_is_cached(tmp_path):
     # a different key (another binary or mtime) is re-probed
     (tmp_path / "sbatch-version").write_text("/other/sbatch:1\nslurm 99.01.0\n")
     assert SbatchCli(env=env, cache_dir=str(tmp_path)).version() == version
+
+
+@pytest.mark.skipif(shutil.which("sbatch") is None, reason="needs the Slurm client (sbatch)")
+def test_help_text_is_cached_per_slurm_conf(tmp_path):
+    """Two clusters (two slurm.conf) keep one `sbatch --help` entry each: neither evicts the other."""
+    confs = []
+    for name in ("a", "b"):
+        conf = tmp_path / f"{name}.conf"
+        conf.write_text(f"ClusterName={name}\nSlurmctldHost=localhost\n")
+        confs.append(str(conf))
+    cache_dir = tmp_path / "cache"
+
+    def cli(conf: str) -> SbatchCli:
+        return SbatchCli(env={"PATH": os.environ["PATH"], "SLURM_CONF": conf, "HOME": str(tmp_path)},
+                         cache_dir=str(cache_dir))
+
+    texts = [cli(c).help_text() for c in confs]
+    assert all("Usage: sbatch" in t for t in texts)
+    entries = sorted(p.name for p in cache_dir.iterdir() if p.name.startswith("sbatch-help"))
+    assert len(entries) == 2, entries
+    for entry in entries:  # mark each entry: the next call for its conf reads the mark, sbatch is not run
+        path = cache_dir / entry
+        path.write_text(path.read_text().splitlines()[0] + f"\nmarked {entry}\n")
+        path.chmod(0o600)
+    assert {cli(c).help_text() for c in confs} == {f"marked {e}\n" for e in entries}

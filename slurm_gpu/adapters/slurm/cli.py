@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from slurm_gpu.adapters.cache import Cache, user_cache_dir
+from slurm_gpu.adapters.cache import Cache, entry_name, user_cache_dir
 from slurm_gpu.adapters.fs import create_private
 from slurm_gpu.adapters.slurm.runner import DEFAULT_TIMEOUT_S, failure, run_slurm
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
@@ -99,7 +99,9 @@ class SbatchCli:
         """``sbatch --help`` (its "Options provided by plugins:" section lists the site's SPANK options),
         cached like the version. It reads the site's slurm.conf (plugstack.conf sits beside it) but needs
         no reachable controller."""
-        return self._probe("--help", "sbatch-help", with_site_conf=True)
+        conf = self.env.get("SLURM_CONF", "/etc/slurm/slurm.conf")
+        # one entry per slurm.conf: a user of two clusters (or two labs) does not evict one with the other
+        return self._probe("--help", entry_name("sbatch-help", conf), with_site_conf=True)
 
     def _probe(self, flag: str, name: str, with_site_conf: bool) -> str:
         """``sbatch FLAG``'s output, cached on disk by the binary's path and mtime (and the site's
