@@ -49,7 +49,7 @@ class Record:
             Record._post[type(self)] = hasattr(type(self), "__post_init__")
         return spec
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         spec, name = self._spec(), type(self).__qualname__
         if len(args) > len(spec):
             raise TypeError(f"{name}() takes {len(spec)} arguments but {len(args)} were given")
@@ -88,7 +88,7 @@ class Record:
         shown = ", ".join(f"{key}={getattr(self, key)!r}" for key, _, _ in self._spec())
         return f"{type(self).__qualname__}({shown})"
 
-    def __setattr__(self, name: str, value: Any) -> None:
+    def __setattr__(self, name: str, value: object) -> None:
         raise FrozenInstanceError(f"cannot assign to field {name!r}")
 
     def __delattr__(self, name: str) -> None:

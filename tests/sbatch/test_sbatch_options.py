@@ -230,6 +230,17 @@ def test_gpusub_options_record_has_a_field_per_option():
         assert default is (None if o.takes_value else False), o
 
 
+def test_gpusub_options_of_maps_every_key_to_its_field():
+    """GpusubOptions.of (the parser's typed constructor) reads each key into its own field, and only its
+    kind: a flag is set by True, a value by text."""
+    for o in GPUSUB_OPTIONS:
+        given: str | bool = "v" if o.takes_value else True
+        opts = GpusubOptions.of({o.key: given})
+        assert opts == GpusubOptions(**{o.key: given}), o
+        wrong: str | bool = True if o.takes_value else "v"
+        assert GpusubOptions.of({o.key: wrong}) == GpusubOptions(), o
+
+
 # --- #SBATCH lines ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(

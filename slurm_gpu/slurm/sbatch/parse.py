@@ -152,7 +152,7 @@ def parse_submission(
         except ValueError as exc:
             raise OptionError(f"{f'component {n}: ' if count > 1 else ''}{exc}") from None
     options, origin = comps[0]
-    opts = GpusubOptions(**gpusub)  # type: ignore[arg-type]  # keys and value kinds from GPUSUB_OPTIONS
+    opts = GpusubOptions.of(gpusub)
     return Submission(options, opts, script_path, script_args, wrap, origin,
                       components=tuple(c[0] for c in comps),
                       script_from_stdin=script_path is None and wrap is None)
