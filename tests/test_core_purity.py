@@ -299,8 +299,6 @@ ANY_ALLOWED: dict[str, str] = {
     "cluster/report_html.py": "report rows, as cluster/report.py",
     "cluster/summary_codec.py": "the decoded summary (the decoder is being bounded, issue 22)",
     "cluster/why_text.py": "why's answer (the records reader, issue 22)",
-    "placement/pinning.py": "the topology argument (the planners become rule tables)",
-    "topology/nvidia_smi.py": "gpu_defaults, the descriptor's gpu: block (topology/loader's dict): a TypedDict",
     "policy/yamlload.py": "YNode.plain(): YAML's plain value; JsonValue once the callers narrow it",
 }
 

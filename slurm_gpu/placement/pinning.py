@@ -20,10 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.cpulist import format_cpulist, parse_cpulist
 from slurm_gpu.digits import is_digits
+
+if TYPE_CHECKING:  # the type only: topology stays out of slurm-gpu-pin's import path
+    from slurm_gpu.topology.model import Topology
 
 ORDERS = ("keep", "socket")
 # (rank variable, size variable), first found wins: torchrun/accelerate/deepspeed, Open MPI,
@@ -75,8 +78,8 @@ class Locality:
     gpu_uuid: Mapping[str, int]  # UUID -> GPU index, for CUDA_VISIBLE_DEVICES=GPU-...
 
 
-def locality_from_topology(topo: Any) -> Locality:
-    """From a ``slurm_gpu.topology.model.Topology`` (duck-typed: kept out of the import path)."""
+def locality_from_topology(topo: Topology) -> Locality:
+    """From a :class:`slurm_gpu.topology.model.Topology`."""
     gpus = topo.gpus
     gpu_cpus = {g.index: tuple(topo.gpu_cpus(g.index)) for g in gpus}
     cpu_socket = {c.os_id: c.socket for c in topo.cpus}

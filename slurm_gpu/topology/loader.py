@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from slurm_gpu.errors import TopologyError
-from slurm_gpu.topology.model import Topology, clip
+from slurm_gpu.topology.model import GpuDefaults, Topology, clip
 from slurm_gpu.topology.model_json import topology_from_json
 
 DESCRIPTOR_KEYS = ("nvidia_smi", "lscpu", "hwloc", "gpu", "memory_mb", "description")
@@ -134,7 +134,7 @@ def topology_from_descriptor(data: Any, path: Path) -> Topology:
     gpu = data.get("gpu") or {}
     if not isinstance(gpu, dict) or set(gpu) - set(GPU_KEYS):
         raise TopologyError(f"{path}: gpu: expected a mapping with keys {', '.join(GPU_KEYS)}")
-    _check_gpu_defaults(gpu, path)
+    gpu = _check_gpu_defaults(gpu, path)
     memory_mb = data.get("memory_mb")
     if memory_mb is not None and not _positive_int(memory_mb):
         raise TopologyError(f"{path}: memory_mb: expected a positive integer (MB), got {clip(memory_mb)}")
@@ -170,7 +170,8 @@ def _positive_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and 0 < v < 1 << 53
 
 
-def _check_gpu_defaults(gpu: dict[str, Any], path: Path) -> None:
+def _check_gpu_defaults(gpu: dict[str, Any], path: Path) -> GpuDefaults:
+    """The ``gpu:`` block, checked, as the typed defaults."""
     name = gpu.get("name")
     if name is not None and (not isinstance(name, str) or len(name) > 256):
         raise TopologyError(f"{path}: gpu.name: expected a GPU name (text), got {clip(name)}")
@@ -178,9 +179,17 @@ def _check_gpu_defaults(gpu: dict[str, Any], path: Path) -> None:
         raise TopologyError(f"{path}: gpu.memory_mib: expected a positive integer (MiB), got {clip(gpu['memory_mib'])}")
     if "mig_capable" in gpu and not isinstance(gpu["mig_capable"], bool):
         raise TopologyError(f"{path}: gpu.mig_capable: expected true or false, got {clip(gpu['mig_capable'])}")
+    out: GpuDefaults = {}
+    if "name" in gpu:
+        out["name"] = name
+    if "memory_mib" in gpu:
+        out["memory_mib"] = gpu["memory_mib"]
+    if "mig_capable" in gpu:
+        out["mig_capable"] = gpu["mig_capable"]
+    return out
 
 
-def _apply_gpu_defaults(topo: Topology, gpu: dict[str, Any], memory_mb: int | None) -> Topology:
+def _apply_gpu_defaults(topo: Topology, gpu: GpuDefaults, memory_mb: int | None) -> Topology:
     from dataclasses import replace
 
     gpus = tuple(

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from slurm_gpu.errors import TopologyError
 
@@ -36,6 +36,14 @@ MAX_CPUS = 0x8000  # Slurm's MAX_CPUS (gpu_nvml.c); a larger cpu id means a corr
 MAX_GPUS = 1024  # GPU indexes and device columns beyond this mean a corrupt or hostile input
 _CPU_ITEM = re.compile(r"([0-9]{1,6})(?:-([0-9]{1,6}))?")
 _IDS = tuple(range(MAX_CPUS))  # shared int objects: large affinity lists cost 8 bytes per cpu
+
+
+class GpuDefaults(TypedDict, total=False):
+    """A descriptor's ``gpu:`` block (checked by the loader): what ``nvidia-smi topo -m`` does not print."""
+
+    name: str | None
+    memory_mib: int | None
+    mig_capable: bool
 
 
 def clip(value: object, limit: int = 60) -> str:

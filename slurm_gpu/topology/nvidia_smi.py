@@ -17,8 +17,6 @@ columns, and the distinct CPU Affinity cells may name at most 4 x MAX_CPUS cpus 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
 from slurm_gpu.errors import TopologyError
 from slurm_gpu.topology.infer import check_against_lscpu, infer_cpu_layout, primary_numa
@@ -29,6 +27,7 @@ from slurm_gpu.topology.model import (
     PCIE_RELATIONS,
     RELATION,
     Gpu,
+    GpuDefaults,
     Link,
     Nic,
     NumaNode,
@@ -279,7 +278,7 @@ def topology_from_nvidia_smi(
     text: str,
     layout: CpuLayout | None = None,
     *,
-    gpu_defaults: Mapping[str, Any] | None = None,
+    gpu_defaults: GpuDefaults | None = None,
     memory_mb: int | None = None,
     source: str = "nvidia-smi topo -m",
 ) -> Topology:
@@ -304,7 +303,7 @@ def topology_from_nvidia_smi(
         for other in (*(g.numa_nodes or ()), *(g.gpu_numa_ids or ())):
             if other not in numa:
                 numa[other] = NumaNode(id=other, cpus=())  # GPU memory as a NUMA node (Grace)
-    defaults = dict(gpu_defaults or {})
+    defaults: GpuDefaults = gpu_defaults or {}
     gpus = [
         Gpu(
             index=g.index,
