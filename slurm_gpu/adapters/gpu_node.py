@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The node's GPUs for the Prolog/Epilog, through NVML (nvidia-ml-py, imported only when a job has GPUs).
 
-``NvmlNode`` implements the ``GpuNode`` protocol the hook steps use. NVML's answers are mapped onto
-the hooks' three outcomes (slurm_gpu/node/model.py): a value; ``GpuLost`` (a ``HealthFailure``: the GPU
-fell off the bus, ``NVML_ERROR_GPU_IS_LOST``); ``Unavailable`` for everything that is not the
+``NvmlNode`` implements the ``GpuNode`` protocol (slurm_gpu/node/model.py) the hook steps use. NVML's answers
+are mapped onto the hooks' three outcomes (slurm_gpu/node/model.py): a value; ``GpuLost`` (a
+``HealthFailure``: the GPU fell off the bus, ``NVML_ERROR_GPU_IS_LOST``); ``Unavailable`` for everything that is not the
 hardware's fault (library missing, driver not loaded, no permission, corrupt answers). "Not supported"
 reads give None. ``bounded`` puts a time limit on a call that may hang in the driver, ``run_tool`` on a
 tool (nvidia-smi, nvidia-cuda-mps-control), for the operations NVML lacks.
@@ -20,21 +20,9 @@ from slurm_gpu.node.stats import Sample
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from typing import Any, Protocol, TypeVar
+    from typing import Any, TypeVar
 
     T = TypeVar("T")
-
-    class GpuNode(Protocol):
-        def devices(self) -> tuple[GpuId, ...]: ...
-        def reading(self, gpu: GpuId) -> Reading: ...
-        def compute_pids(self, gpu: GpuId) -> tuple[int, ...]: ...
-        def accounting_mode(self, gpu: GpuId) -> bool | None: ...
-        def set_accounting(self, gpu: GpuId, on: bool) -> None: ...
-        def clear_accounting(self, gpu: GpuId) -> None: ...
-        def samples(self, gpu: GpuId) -> list[Sample]: ...
-        def energy_mj(self, gpu: GpuId) -> int | None: ...
-        def mig_enabled(self) -> tuple[int, ...]: ...
-        def close(self) -> None: ...
 
 
 class GpuLost(HealthFailure):

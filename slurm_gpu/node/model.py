@@ -32,7 +32,7 @@ the others. A step reports through ``ctx`` or by raising:
   job fails, nothing drained); its epilog still runs. So does a prolog that runs out of time for a job
   whose comment asks for MIG or MPS.
 
-``ctx.node`` is the NVML adapter (slurm_gpu/adapters/gpu_node.py ``GpuNode``) or None when NVML is
+``ctx.node`` is the NVML adapter (a ``GpuNode``: slurm_gpu/adapters/gpu_node.py ``NvmlNode``) or None when NVML is
 not usable; ``ctx.gpus`` are the job's GPUs, mapped from Slurm's ids to NVML index, minor number, PCI
 bus id and UUID. Steps touch only ``ctx.gpus``.
 """
@@ -44,10 +44,59 @@ from slurm_gpu.digits import is_digits
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:  # no typing import at run time: a hook starts for every job
     from collections.abc import Callable, Mapping
-    from typing import Any, Protocol
+    from typing import Protocol, TypedDict
 
     from slurm_gpu.jsontypes import JsonObject
+    from slurm_gpu.node.health import Reading
+    from slurm_gpu.node.stats import Sample
 
+    class HookConfig(TypedDict):
+        """The hooks' settings (:func:`parse_config`): one key per ``DEFAULTS`` entry, typed by its kind
+        (path and word: str, int: int, bool: bool, ints: a tuple of int)."""
+
+        log: str
+        state_dir: str
+        task_dir: str
+        jobmap_dir: str
+        accounting_file: str
+        textfile_dir: str
+        scontrol: str
+        kmsg: str
+        drain_timeout_s: int
+        nvml_timeout_s: int
+        kill_grace_s: int
+        health_in_prolog: bool
+        accounting: bool
+        gpu_ids: str
+        xid_drain: tuple[int, ...]
+        policy: str
+        mps_dir: str
+        mps_control: str
+        mps_path: str
+        admin_comment: bool
+        sacct: str
+        sacctmgr: str
+
+    class GpuNode(Protocol):
+        """The NVML adapter (slurm_gpu/adapters/gpu_node.py ``NvmlNode``) as the steps see it."""
+
+        def devices(self) -> tuple[GpuId, ...]: ...
+        def reading(self, gpu: GpuId) -> Reading: ...
+        def compute_pids(self, gpu: GpuId) -> tuple[int, ...]: ...
+        def accounting_mode(self, gpu: GpuId) -> bool | None: ...
+        def set_accounting(self, gpu: GpuId, on: bool) -> None: ...
+        def clear_accounting(self, gpu: GpuId) -> None: ...
+        def samples(self, gpu: GpuId) -> list[Sample]: ...
+        def energy_mj(self, gpu: GpuId) -> int | None: ...
+        def mig_enabled(self) -> tuple[int, ...]: ...
+        def close(self) -> None: ...
+
+    def _as_config(cfg: dict[str, object]) -> HookConfig: ...
+else:
+    def _as_config(cfg):  # the keys are DEFAULTS' and each value its kind's (_value; tests/node check both)
+        return cfg
+
+if TYPE_CHECKING:
     class Step(Protocol):
         name: str
 
@@ -127,10 +176,10 @@ def _value(kind: str, text: str) -> object:
     return text
 
 
-def parse_config(text: str, where: str, env: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+def parse_config(text: str, where: str, env: Mapping[str, str]) -> tuple[HookConfig, list[str]]:
     """``key = value`` lines (``#`` comments) plus ``SLURM_GPU_HOOKS_<KEY>`` overrides -> (config, problems).
     A bad line is one problem (``file:line: ...``) and keeps the default."""
-    cfg: dict[str, Any] = {k: d for k, (_, d) in DEFAULTS.items()}
+    cfg: dict[str, object] = {k: d for k, (_, d) in DEFAULTS.items()}
     problems: list[str] = []
     entries: list[tuple[str, str, str]] = []
     for n, raw in enumerate(text.splitlines()[:1000], 1):
@@ -157,7 +206,7 @@ def parse_config(text: str, where: str, env: Mapping[str, str]) -> tuple[dict[st
             problems.append(f"{at}: {key}: {exc}")
             continue
         cfg[key] = v
-    return cfg, problems
+    return _as_config(cfg), problems
 
 
 class Job:
@@ -258,8 +307,8 @@ class HookContext:
     __slots__ = ("phase", "job", "config", "gpus", "node", "state", "failures", "task_lines", "log",
                  "wall_s", "mono_us")
 
-    def __init__(self, phase: str, job: Job, config: Mapping[str, Any], gpus: tuple[GpuId, ...], node: Any,
-                 state: dict[str, Any], log: Callable[[str], None], wall_s: float, mono_us: int) -> None:
+    def __init__(self, phase: str, job: Job, config: HookConfig, gpus: tuple[GpuId, ...], node: GpuNode | None,
+                 state: JsonObject, log: Callable[[str], None], wall_s: float, mono_us: int) -> None:
         self.phase, self.job, self.config, self.gpus, self.node = phase, job, config, gpus, node
         self.state, self.log, self.wall_s, self.mono_us = state, log, wall_s, mono_us
         self.failures: list[str] = []

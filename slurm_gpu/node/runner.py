@@ -41,14 +41,15 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any, TextIO
 
-    from slurm_gpu.node.model import GpuId, Step
+    from slurm_gpu.jsontypes import JsonObject
+    from slurm_gpu.node.model import GpuId, GpuNode, HookConfig, Step
 
 PROGS = {"prolog": "slurm-gpu-prolog", "epilog": "slurm-gpu-epilog", "task_prolog": "slurm-gpu-task-prolog"}
 STATE_FORMAT = 1
 EXIT_FAILED = 3  # a real GPU health failure (hooks) / a failed GPU set-up (TaskProlog)
 
 
-def load_config(env: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+def load_config(env: Mapping[str, str]) -> tuple[HookConfig, list[str]]:
     """The config file (``$SLURM_GPU_HOOKS_CONF``, else /etc/slurm-gpu/hooks.conf; missing = defaults)
     plus the environment's overrides. The file must be root's and not writable by others."""
     path = env.get(ENV_CONF) or DEFAULT_CONF
@@ -71,7 +72,7 @@ def load_config(env: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
     return cfg, problems + more
 
 
-def drain(cfg: Mapping[str, Any], node: str, reason: str, env: Mapping[str, str], log: Callable[[str], None]) -> bool:
+def drain(cfg: HookConfig, node: str, reason: str, env: Mapping[str, str], log: Callable[[str], None]) -> bool:
     """``scontrol update nodename=NODE state=drain reason="..."`` with a time limit; True when it worked."""
     from slurm_gpu.adapters.gpu_node import run_tool
 
@@ -93,7 +94,7 @@ def drain(cfg: Mapping[str, Any], node: str, reason: str, env: Mapping[str, str]
     return True
 
 
-def _state_dir(cfg: Mapping[str, Any], log: Callable[[str], None]) -> int | None:
+def _state_dir(cfg: HookConfig, log: Callable[[str], None]) -> int | None:
     path = str(cfg["state_dir"])
     if not path:
         return None
@@ -104,7 +105,7 @@ def _state_dir(cfg: Mapping[str, Any], log: Callable[[str], None]) -> int | None
         return None
 
 
-def _load_state(fd: int | None, job: Job, log: Callable[[str], None]) -> dict[str, Any]:
+def _load_state(fd: int | None, job: Job, log: Callable[[str], None]) -> JsonObject:
     """The prolog's per-job state (then removed, so a second epilog finds none); {} when unusable."""
     if fd is None:
         return {}
@@ -135,7 +136,7 @@ def _load_state(fd: int | None, job: Job, log: Callable[[str], None]) -> dict[st
     return state
 
 
-def _task_file(cfg: Mapping[str, Any], job: Job, lines: list[str] | None, log: Callable[[str], None]) -> None:
+def _task_file(cfg: HookConfig, job: Job, lines: list[str] | None, log: Callable[[str], None]) -> None:
     """Write (lines) or remove (None or empty) the job's TaskProlog file in the root-owned task directory."""
     path = str(cfg["task_dir"])
     if not path:
@@ -183,12 +184,12 @@ def _call(step: Step, phase: str, ctx: HookContext) -> None:
                             f"{str(exc)[:300]}") from None
 
 
-def _run(phase: str, job: Job, cfg: Mapping[str, Any], steps: Sequence[Step], log: Callable[[str], None]) -> list[str]:
+def _run(phase: str, job: Job, cfg: HookConfig, steps: Sequence[Step], log: Callable[[str], None]) -> list[str]:
     import json
 
     from slurm_gpu.adapters.gpu_node import NvmlNode
 
-    node: Any = None
+    node: GpuNode | None = None
     devices: tuple[GpuId, ...] | None = None
     try:
         node = NvmlNode()
@@ -212,7 +213,7 @@ def _run(phase: str, job: Job, cfg: Mapping[str, Any], steps: Sequence[Step], lo
         f"; not found: {','.join(missing)}" if missing else ""))
     sfd = _state_dir(cfg, log)
     try:
-        state = _load_state(sfd, job, log) if phase == "epilog" else {
+        state: JsonObject = _load_state(sfd, job, log) if phase == "epilog" else {
             "format": STATE_FORMAT, "job": job.job_id, "gpus": [g.as_dict() for g in gpus]}
         ctx = HookContext(phase, job, cfg, gpus, node, state, log, time.time(), time.monotonic_ns() // 1000)
         errors: list[str] = []

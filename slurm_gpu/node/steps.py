@@ -23,9 +23,17 @@ from slurm_gpu.node.model import HealthFailure, Unavailable
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:
-    from slurm_gpu.node.model import GpuId, HookContext, Step
+    from slurm_gpu.jsontypes import JsonValue
+    from slurm_gpu.node.model import GpuId, GpuNode, HookContext, Step
 
 KMSG_MAX_BYTES = 8 << 20
+
+
+def _node(ctx: HookContext) -> GpuNode:
+    """The NVML adapter of a step that has GPUs to work on (``_gpus`` gives none without it)."""
+    if ctx.node is None:
+        raise Unavailable("NVML not usable")
+    return ctx.node
 
 
 def _gpus(ctx: HookContext, what: str) -> tuple[GpuId, ...]:
@@ -83,7 +91,7 @@ def kill_leftovers(ctx: HookContext, gpus: tuple[GpuId, ...]) -> list[str]:
     def listed() -> dict[int, GpuId]:
         out: dict[int, GpuId] = {}
         for g in gpus:
-            for pid in ctx.node.compute_pids(g):
+            for pid in _node(ctx).compute_pids(g):
                 if pid in spare or pid in others:
                     continue
                 kernel, claimed = owner_job(pid)
@@ -188,7 +196,7 @@ class HealthStep:
         except Unavailable as exc:
             ctx.log(f"job {ctx.job.job_id}: leftover processes not checked: {exc}")
         for g in gpus:
-            ctx.failures.extend(health.judge(ctx.node.reading(g)))
+            ctx.failures.extend(health.judge(_node(ctx).reading(g)))
         kmsg = str(ctx.config["kmsg"])
         if xids_since is None or not kmsg:
             return
@@ -254,19 +262,19 @@ class AccountingStep:
     def prolog(self, ctx: HookContext) -> None:
         if not ctx.config["accounting"]:
             return
-        mine: dict[str, dict[str, object]] = {}
+        mine: dict[str, JsonValue] = {}
         ctx.state[self.name] = {"start": ctx.wall_s, "gpus": mine}
         for g in _gpus(ctx, "accounting"):
             try:
-                was = ctx.node.accounting_mode(g)
+                was = _node(ctx).accounting_mode(g)
                 try:
                     if was is False:
-                        ctx.node.set_accounting(g, True)
+                        _node(ctx).set_accounting(g, True)
                     if was is not None:
-                        ctx.node.clear_accounting(g)
+                        _node(ctx).clear_accounting(g)
                 except Unavailable as exc:
                     ctx.log(f"job {ctx.job.job_id}: accounting mode: {exc}")
-                mine[str(g.index)] = {"energy_mj": ctx.node.energy_mj(g), "was_on": was}
+                mine[str(g.index)] = {"energy_mj": _node(ctx).energy_mj(g), "was_on": was}
             except HealthFailure as exc:  # this GPU is lost: say so, go on with the others
                 ctx.failures.append(str(exc))
 
@@ -286,8 +294,8 @@ class AccountingStep:
             e0 = before.get("energy_mj")
             try:
                 rec = stats.record(ctx.job.job_id, ctx.job.uid, ctx.job.node, g.as_dict(),
-                                   stats.summarise(ctx.node.samples(g)),
-                                   stats.energy_j(e0 if isinstance(e0, int) else None, ctx.node.energy_mj(g)),
+                                   stats.summarise(_node(ctx).samples(g)),
+                                   stats.energy_j(e0 if isinstance(e0, int) else None, _node(ctx).energy_mj(g)),
                                    start, ctx.wall_s)
             except HealthFailure as exc:
                 ctx.failures.append(str(exc))

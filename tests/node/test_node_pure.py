@@ -135,3 +135,24 @@ def test_owner_job_of_a_process():
     assert health.job_of_environ(b"PATH=/bin\0SLURM_JOB_ID=4242\0X=1") == 4242
     assert health.job_of_environ(b"SLURM_JOB_IDX=1\0SLURM_JOB_ID=\0") is None
     assert health.job_of_environ("SLURM_JOB_ID=\u0663".encode()) is None
+
+
+def test_hook_config_typed_dict_names_every_default_with_its_kind():
+    """HookConfig (the TypedDict of the hooks' settings, declared for the type checker only) has one key
+    per DEFAULTS entry, and parse_config's value for each key is of the type HookConfig declares."""
+    import ast
+    from pathlib import Path
+
+    import slurm_gpu.node.model as model
+
+    tree = ast.parse(Path(model.__file__).read_text(encoding="utf-8"))
+    (cls,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "HookConfig"]
+    declared = {n.target.id: ast.unparse(n.annotation) for n in cls.body
+                if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    assert list(declared) == list(model.DEFAULTS)
+    python_type = {"str": str, "int": int, "bool": bool, "tuple[int, ...]": tuple}
+    cfg, problems = parse_config("", "f", {})
+    assert problems == []
+    for key, annotation in declared.items():
+        assert type(cfg[key]) is python_type[annotation], (key, cfg[key], annotation)
+    assert all(type(x) is int for x in cfg["xid_drain"])
