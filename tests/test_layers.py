@@ -19,7 +19,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "slurm_gpu"
 
 GROUND = frozenset({"errors", "units", "cpulist", "hostlist", "jsontypes", "request", "plain", "digits", "csv_cells",
-                    "__init__"})
+                    "yesno", "__init__"})
 CORE = GROUND | {"topology", "checkpoint", "sharing", "slurm", "policy", "ports", "placement", "render", "emit"}
 
 MAY_IMPORT: dict[str, frozenset[str]] = {

@@ -40,6 +40,7 @@ bus id and UUID. Steps touch only ``ctx.gpus``.
 from __future__ import annotations
 
 from slurm_gpu.digits import is_digits
+from slurm_gpu.yesno import yes_no
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:  # no typing import at run time: a hook starts for every job
@@ -162,12 +163,10 @@ def _value(kind: str, text: str) -> object:
             raise ValueError(f"expected a whole number, got {text[:40]!r}")
         return int(text)
     if kind == "bool":
-        low = text.lower()
-        if low in ("1", "yes", "true", "on"):
-            return True
-        if low in ("0", "no", "false", "off"):
-            return False
-        raise ValueError(f"expected yes/no, got {text[:40]!r}")
+        flag = yes_no(text)
+        if flag is None:
+            raise ValueError(f"expected yes/no, got {text[:40]!r}")
+        return flag
     if kind == "ints":
         out = tuple(int(t) for t in text.replace(" ", "").split(",") if t.isascii() and t.isdigit())
         if len(out) != len([t for t in text.replace(" ", "").split(",") if t]):

@@ -22,6 +22,7 @@ from slurm_gpu.csv_cells import row
 from slurm_gpu.digits import ascii_int, is_digits
 from slurm_gpu.sim.params import Allocator, FairShareScheme, Params, PreemptType
 from slurm_gpu.units import UnitError, parse_time_seconds
+from slurm_gpu.yesno import yes_no
 
 MAX_SWEEP = 50  # values in one sweep
 
@@ -53,12 +54,10 @@ def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
 
 
 def _bool(text: str) -> bool:
-    low = text.lower()
-    if low in ("1", "true", "yes", "on"):
-        return True
-    if low in ("0", "false", "no", "off"):
-        return False
-    raise SettingError(f"{text!r} is not true or false")
+    flag = yes_no(text)
+    if flag is None:
+        raise SettingError(f"{text!r} is not true or false")
+    return flag
 
 
 ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {

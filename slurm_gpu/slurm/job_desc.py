@@ -86,11 +86,7 @@ def _gres(text: str, version: Version) -> str | None:
         return None
     out = []
     for item in text.split(","):
-        body = item
-        for p in ("gres:", "gres/"):
-            if body.startswith(p):
-                body = body[len(p):]
-        out.append(_prefix(version) + body)
+        out.append(_prefix(version) + sv.gres_body(item))
     return ",".join(out)
 
 

@@ -4,7 +4,6 @@ processes, as root (the installation must be root's)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -13,8 +12,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from tests.conftest import missing
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="admin install writes root-owned files")
 REPO = Path(__file__).resolve().parents[2]
@@ -179,15 +176,9 @@ def test_check_passes_on_a_fresh_install_and_names_each_problem(root: Path):
 
 
 def _standin():
-    spec = importlib.util.spec_from_file_location("admin_standin_build", REPO / "tests" / "nvml_standin" / "build.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
-    spec = importlib.util.spec_from_file_location("admin_standin_state", REPO / "tests" / "nvml_standin" / "state.py")
-    state = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(state)
-    if build.compiler() is None:
-        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
-    return build.build(), state
+    from tests.nvml_standin.shared import standin_lib, state
+
+    return standin_lib(), state
 
 
 def test_check_compares_the_mig_layout_with_the_policy(root: Path):

@@ -4,9 +4,7 @@ a fresh process (pynvml finds the library through LD_LIBRARY_PATH at process sta
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
@@ -15,9 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing
+from tests.nvml_standin.shared import standin_env, standin_lib, state, write_node
 
-STANDIN = Path(__file__).resolve().parents[1] / "nvml_standin"
 MIG_UUID = re.compile(r"MIG-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 PRELUDE = """\
 import json
@@ -28,24 +25,12 @@ def out(o):
 """
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"standin_{name}_for_hooks", STANDIN / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build, state = _load("build"), _load("state")
-
-
 class Node:
     def __init__(self, path: Path, lib: Path):
         self.path, self.lib = path, lib
 
     def run(self, code: str, timeout: float = 60, **env: str):
-        full = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_GPU_NVML_STANDIN")}
-        full.update(LD_LIBRARY_PATH=str(self.lib), SLURM_GPU_NVML_STANDIN=str(self.path),
-                    PYTHONWARNINGS="error", **env)
+        full = standin_env(self.lib, self.path, **env)
         r = subprocess.run([sys.executable, "-c", PRELUDE + code], env=full, capture_output=True, text=True,
                            timeout=timeout, check=False)
         assert r.returncode == 0, r.stderr
@@ -57,20 +42,13 @@ class Node:
 
 @pytest.fixture(scope="module")
 def lib() -> Path:
-    if build.compiler() is None:
-        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
-    return build.build()
+    return standin_lib()
 
 
 @pytest.fixture
 def node(lib, tmp_path):
     def make(edit=None) -> Node:
-        data = state.load_fixture("h100-8gpu")
-        if edit:
-            edit(data)
-        path = tmp_path / "node.state"
-        state.write(path, data)
-        return Node(path, lib)
+        return Node(write_node(tmp_path / "node.state", edit=edit), lib)
 
     return make
 

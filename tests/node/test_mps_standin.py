@@ -5,7 +5,6 @@ when not root or without that user): directories, owner, symlinks, compute modes
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import pwd
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing
+from tests.nvml_standin.shared import standin_env, standin_lib, state, write_node
 
 STANDIN = Path(__file__).resolve().parents[1] / "nvml_standin"
 MPS = str(STANDIN / "bin" / "nvidia-cuda-mps-control")
@@ -32,14 +31,6 @@ def out(o):
 """
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"standin_{name}_for_mps", STANDIN / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build, state = _load("build"), _load("state")
 
 try:
     USER = pwd.getpwnam("labuser")
@@ -64,8 +55,8 @@ class Env:
         self.pids: list[int] = []
 
     def run(self, code: str, timeout: float = 60) -> list:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_GPU_")}
-        env.update(LD_LIBRARY_PATH=str(self.lib), SLURM_GPU_NVML_STANDIN=str(self.node_state), PYTHONWARNINGS="error")
+        env = standin_env(self.lib, self.node_state,
+                          base={k: v for k, v in os.environ.items() if not k.startswith("SLURM_GPU_")})
         r = subprocess.run([sys.executable, "-c", PRELUDE + code], env=env, capture_output=True, text=True,
                            timeout=timeout, check=False)
         assert r.returncode == 0, r.stderr
@@ -92,14 +83,11 @@ class Env:
 
 @pytest.fixture
 def mps_env():
-    if build.compiler() is None:
-        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
-    lib = build.build()
+    lib = standin_lib()
     root = Path(tempfile.mkdtemp(prefix="slurm-gpu-mps-test-", dir="/tmp"))
     os.chmod(root, 0o755)  # the job's user must traverse to its pipe directory
-    data = state.load_fixture("h100-8gpu")
-    data["gpus"][3]["compute_mode"] = 2  # PROHIBITED before the job: restored to that, not to default
-    state.write(root / "node.state", data)
+    # GPU 3 PROHIBITED before the job: restored to that, not to default
+    write_node(root / "node.state", edit=lambda data: data["gpus"][3].update(compute_mode=2))
     env = Env(lib, root, root / "node.state")
     yield env
     for pid in env.pids:  # only what this test started

@@ -8,7 +8,6 @@ Run as root (the hooks run as root and refuse directories that are not root's)."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing
+from tests.nvml_standin.shared import standin_lib, state, write_node
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the node hooks run as root")
 STANDIN = Path(__file__).resolve().parents[1] / "nvml_standin"
@@ -30,22 +29,11 @@ JOB = 4242
 NODE = "h100n1"
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"node_hooks_standin_{name}", STANDIN / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-build, state = _load("build"), _load("state")
 
 
 @pytest.fixture(scope="module")
 def lib_dir() -> Path:
-    if build.compiler() is None:
-        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
-    return build.build()
+    return standin_lib()
 
 
 class Hooks:
@@ -72,10 +60,7 @@ class Hooks:
         self.gpus = "2,3"
 
     def node(self, edit=None, **kw) -> None:
-        data = state.load_fixture("h100-8gpu")
-        if edit:
-            edit(data)
-        state.write(self.state_file, data, **kw)
+        write_node(self.state_file, edit=edit, **kw)
 
     def set_gpu(self, index: int, field: str, value: str) -> None:
         text = self.state_file.read_text()

@@ -7,7 +7,6 @@ as the job's user)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pwd
 import re
@@ -19,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing, needs_other_user
+from tests.conftest import needs_other_user
+from tests.nvml_standin.shared import standin_lib, state, write_node
 
 try:
     USER = pwd.getpwnam("labuser")
@@ -35,15 +35,6 @@ NODE = "h100n1"
 MIG_UUID = re.compile(r"MIG-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"share_steps_standin_{name}", STANDIN / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-build, state = _load("build"), _load("state")
 
 
 def dynamic_policy(dst: Path) -> Path:
@@ -64,7 +55,7 @@ class Node:
     def __init__(self, root: Path, lib: Path) -> None:
         self.root, self.lib = root, lib
         self.state_file = root / "node.state"
-        state.write(self.state_file, state.load_fixture("h100-8gpu"))
+        write_node(self.state_file)
         self.record = root / "drain.argv"
         self.scontrol = root / "scontrol-recorder"
         self.scontrol.write_text(f"#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> {self.record}\n")
@@ -105,9 +96,7 @@ class Node:
 
 @pytest.fixture(scope="module")
 def lib() -> Path:
-    if build.compiler() is None:
-        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
-    return build.build()
+    return standin_lib()
 
 
 @pytest.fixture

@@ -10,9 +10,7 @@ JSON on its last line.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,21 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import missing
-
-HERE = Path(__file__).resolve().parent
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"nvml_standin_{name}", HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-build = _load("build")
-state = _load("state")
+from tests.nvml_standin.shared import build, standin_env, standin_lib, state, write_node
 
 PRELUDE = """\
 import json, sys
@@ -58,10 +42,7 @@ class Node:
     lib_dir: Path
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_GPU_NVML_STANDIN")}
-        env.update(LD_LIBRARY_PATH=str(self.lib_dir), SLURM_GPU_NVML_STANDIN=str(self.path), PYTHONWARNINGS="error")
-        env.update(extra)
-        return env
+        return standin_env(self.lib_dir, self.path, **extra)
 
     def run(self, code: str, timeout: float = 30, **env: str) -> Any:
         """Run ``code`` (after PRELUDE) in a new interpreter; returns the JSON it printed last."""
@@ -83,11 +64,9 @@ class Node:
         return state.read(self.path)
 
 
-@pytest.fixture(scope="session")
-def standin_lib() -> Path:
-    if build.compiler() is None:
-        missing("no C compiler (cc/gcc): the stand-in libnvidia-ml.so.1 cannot be built here")
-    return build.build()
+@pytest.fixture(scope="session", name="standin_lib")
+def _standin_lib() -> Path:
+    return standin_lib()
 
 
 @pytest.fixture
@@ -95,12 +74,7 @@ def node(standin_lib: Path, tmp_path: Path) -> Callable[..., Node]:
     """node(fixture="h100-8gpu", **render_kw, edit=callable) -> Node with a fresh state file."""
 
     def make(fixture: str | dict = "h100-8gpu", edit: Callable[[dict], None] | None = None, **kw: Any) -> Node:
-        data = state.load_fixture(fixture) if isinstance(fixture, str) else fixture
-        if edit:
-            edit(data)
-        path = tmp_path / "node.state"
-        state.write(path, data, **kw)
-        return Node(path, standin_lib)
+        return Node(write_node(tmp_path / "node.state", fixture, edit, **kw), standin_lib)
 
     return make
 

@@ -144,13 +144,19 @@ class SbatchCli:
         the rendered script already carries (sbatch would otherwise let them override its directives)."""
         return {k: v for k, v in self.env.items() if not k.startswith("SBATCH_")}
 
+    def _sbatch(self, flag: str, options: Sequence[str], script_path: str,
+                script_args: Sequence[str]) -> tuple[str, str]:
+        """``sbatch FLAG OPTIONS SCRIPT ARGS`` in :meth:`submit_env` after the preflight -> (stdout, stderr);
+        a failure is the error of :meth:`_fail`, named by the flag."""
+        self.preflight()
+        rc, out, err = self._run([self.sbatch, flag, *options, script_path, *script_args], env=self.submit_env())
+        if rc != 0:
+            raise self._fail("sbatch" if flag == "--parsable" else f"sbatch {flag}", err)
+        return out, err
+
     def submit(self, options: Sequence[str], script_path: str, script_args: Sequence[str] = ()) -> SubmitResult:
         """``sbatch --parsable OPTIONS SCRIPT ARGS`` -> the job id."""
-        self.preflight()
-        rc, out, err = self._run([self.sbatch, "--parsable", *options, script_path, *script_args],
-                                 env=self.submit_env())
-        if rc != 0:
-            raise self._fail("sbatch", err)
+        out, err = self._sbatch("--parsable", options, script_path, script_args)
         result = parse_parsable(out)
         if result is None:
             raise SubmitError(f"sbatch printed no job id (stdout {out.strip()[:80]!r}, stderr {one_line(err, '')!r})")
@@ -158,11 +164,7 @@ class SbatchCli:
 
     def test_only(self, options: Sequence[str], script_path: str, script_args: Sequence[str] = ()) -> TestOnlyResult:
         """``sbatch --test-only``: Slurm's own verdict and start estimate; nothing is queued."""
-        self.preflight()
-        rc, _out, err = self._run([self.sbatch, "--test-only", *options, script_path, *script_args],
-                                  env=self.submit_env())
-        if rc != 0:
-            raise self._fail("sbatch --test-only", err)
+        _out, err = self._sbatch("--test-only", options, script_path, script_args)
         result = parse_test_only(err)
         if result.job_id is None:
             raise SubmitError(f"sbatch --test-only: unexpected answer {one_line(err, '')!r}")

@@ -107,6 +107,14 @@ class GresItem(NamedTuple):
 GRES_DIGIT_TYPE_SINCE = (24, 11, 0)
 
 
+def gres_body(item: str) -> str:
+    """One ``--gres`` item without the ``gres/`` or ``gres:`` prefix Slurm itself writes (``gres/gpu:2``)."""
+    for prefix in ("gres/", "gres:"):
+        if item.startswith(prefix):
+            item = item[len(prefix):]
+    return item
+
+
 def parse_gres(text: str, version: tuple[int, ...] | None = None) -> tuple[GresItem, ...]:
     """``--gres`` list; accepts the ``gres/`` and ``gres:`` prefixes Slurm itself writes. ``none`` = ().
     ``version``: the sbatch release to check against (None: accept what any release accepts)."""
@@ -116,10 +124,7 @@ def parse_gres(text: str, version: tuple[int, ...] | None = None) -> tuple[GresI
         return ()
     items = []
     for part in t.split(","):
-        body = part
-        for prefix in ("gres/", "gres:"):
-            if body.startswith(prefix):
-                body = body[len(prefix) :]
+        body = gres_body(part)
         bits = body.split(":")
         try:
             if not bits[0] or not re.fullmatch(r"[A-Za-z0-9_.\-]+", bits[0]) or len(bits) > 3:
