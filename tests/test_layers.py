@@ -26,7 +26,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # the ground floor: values, errors, units (plain: the record helpers while they last)
     "errors": frozenset(), "units": frozenset(), "jsontypes": frozenset(), "plain": frozenset(),
     "__init__": frozenset(),
-    "digits": frozenset(), "csv_cells": frozenset(),  # ASCII numbers; CSV cells no spreadsheet runs
+    "digits": frozenset(), "csv_cells": frozenset(), "yesno": frozenset(),  # ASCII numbers; CSV cells; yes/no
     "cpulist": frozenset({"digits"}),
     "hostlist": frozenset({"errors", "digits"}),
     "request": frozenset({"plain", "jsontypes"}),

@@ -9,6 +9,8 @@ names and rank identity), :mod:`.markers` (marker validation, complete steps, pr
 :mod:`.advise` (Young's and Daly's intervals) and :mod:`.mtti` (a partition's MTTI from sacct's text).
 The shell protocol: ``gpusub-ckpt mark PATH [--step N]``. The batch script's side is
 templates/_hook_checkpoint.sh.j2 (``gpusub --checkpoint``); the controller's is slurm-gpu-epilog-ctld.
+
+May import: the ground floor (GROUND in tests/test_layers.py) (its edge, ``job``, also the adapters).
 """
 
 from __future__ import annotations

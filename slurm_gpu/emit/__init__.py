@@ -8,4 +8,7 @@
 ``topologies`` maps each node type's name to its parsed :class:`slurm_gpu.topology.model.Topology`
 (the caller reads the files). The lab (:mod:`slurm_gpu.lab.config`) and ``slurm-gpu admin emit`` both
 call these functions, so a real cluster gets the same text as the lab.
+
+May import: the ground floor (GROUND in tests/test_layers.py), topology, policy, placement and sharing
+(``install_lua``, an edge, also the adapters).
 """

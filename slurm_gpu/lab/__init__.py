@@ -6,4 +6,7 @@ Modules: :mod:`.spec` (the plain-data description, built from policy + topology)
 :mod:`.daemons` (munge, MariaDB, slurmdbd, slurmctld, slurmd, fake GPUs), :mod:`.control`
 (up/down/status/env), :mod:`.clients` (timeout-wrapped Slurm client calls), :mod:`.demo`, :mod:`.burst`
 (a burst of submissions from concurrent lab-user submitters, every job accounted for).
+
+May import: the ground floor (GROUND in tests/test_layers.py), the pure packages, the adapters, and node and
+cluster (the lab installs the hooks).
 """

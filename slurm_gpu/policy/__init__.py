@@ -2,6 +2,13 @@
 """Site policy: the model, loading/validation, classification, VRAM fit and explanations.
 
 Names are resolved lazily (PEP 562) so ``import slurm_gpu.policy`` costs almost nothing.
+
+Owns: the one schema declaration (``model`` with ``kinds``; ``fields`` and ``schema`` read it), hardened
+loading (``reader``, ``yamlload``, ``load``, ``build``, ``validate``, ``cache``: a Policy from its JSON
+form), ``lint``, ``vram``, ``durations``, ``explain`` and the classifier (``classifier/``: an ordered step
+table mirrored by the generated job_submit.lua).
+May import: the ground floor (GROUND in tests/test_layers.py), sharing and checkpoint (its edge modules also
+the adapters).
 """
 
 from __future__ import annotations

@@ -1,5 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Node topology: parsers (nvidia-smi topo -m, lscpu, hwloc XML), the model, and Slurm outputs."""
+"""Node topology: parsers (nvidia-smi topo -m, lscpu, hwloc XML), the model, and Slurm outputs.
+
+Owns: the Topology model (``model``, ``model_json``), its parsers (``nvidia_smi``, ``smi_table``, ``lscpu``,
+``hwloc``, ``infer``), descriptors (``loader``, an edge: it reads the files), gres.conf views
+(``slurmconf``, ``binding_table``) and the picture (``draw``).
+May import: the ground floor (GROUND in tests/test_layers.py) (its edge also the adapters).
+"""
 
 from __future__ import annotations
 
