@@ -16,11 +16,14 @@ else ``hold``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_gpu.cluster.report import class_of
 from slurm_gpu.slurm.records import job_tres
 from slurm_gpu.slurm.sacct import sacct_time, tres_gpus
+
+if TYPE_CHECKING:
+    from slurm_gpu.policy.model import Policy
 
 SCHEMA = "slurm-gpu.autoscale/1"
 DEFAULT_MIN_WAITING = 0
@@ -28,21 +31,22 @@ DEFAULT_TARGET_WAIT_S = 3600
 DEFAULT_SCALE_DOWN_BELOW = 0.7
 
 
-def thresholds(policy: Any = None) -> tuple[int, int, float]:
+def thresholds(policy: Policy | None = None) -> tuple[int, int, float]:
     a = getattr(policy, "autoscale", None)
     if a is None:
         return DEFAULT_MIN_WAITING, DEFAULT_TARGET_WAIT_S, DEFAULT_SCALE_DOWN_BELOW
     return a.min_waiting_jobs, a.target_wait_s, a.scale_down_below
 
 
-def target_wait(job_class: str, policy: Any = None) -> int:
+def target_wait(job_class: str, policy: Policy | None = None) -> int:
     c = policy.job_class(job_class) if policy is not None else None
     if c is not None and c.target_wait_s is not None:
         return int(c.target_wait_s)
     return thresholds(policy)[1]
 
 
-def pending_demand(jobs: Iterable[Mapping[str, str]], now: float, policy: Any = None) -> dict[str, dict[str, Any]]:
+def pending_demand(jobs: Iterable[Mapping[str, str]], now: float,
+                   policy: Policy | None = None) -> dict[str, dict[str, Any]]:
     """GPU type -> pending jobs, GPUs they ask for (the job's whole request: its TRES, which 22.05 prints
     as ``TRES=`` and 24.11 as ``ReqTRES=`` while pending), and how many waited over their class's target."""
     out: dict[str, dict[str, Any]] = {}
@@ -62,7 +66,7 @@ def pending_demand(jobs: Iterable[Mapping[str, str]], now: float, policy: Any = 
 
 
 def autoscale(jobs: Iterable[Mapping[str, str]], report_doc: Mapping[str, Any], now: float,
-              policy: Any = None) -> dict[str, Any]:
+              policy: Policy | None = None) -> dict[str, Any]:
     """The --autoscale document; ``jobs``: the job records' fields."""
     k, _, below = thresholds(policy)
     demand = pending_demand(jobs, now, policy)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_gpu.cluster.summary_codec import Summary, decode
 from slurm_gpu.digits import is_digits
 from slurm_gpu.slurm.records import ACTIVE_STATES
 from slurm_gpu.slurm.sacct import sacct_bytes, sacct_seconds, tres_gpus, tres_value
 from slurm_gpu.units import parse_mig_profile
+
+if TYPE_CHECKING:
+    from slurm_gpu.policy.model import Policy
 
 # Princeton jobstats' thresholds (shared/notes/cluster-view-and-reports.md)
 GPU_NOTE_PCT = 25.0  # a GPU below this utilisation gets a note
@@ -48,7 +51,7 @@ def job_rows(rows: Sequence[Mapping[str, str]]) -> list[tuple[Mapping[str, str],
     return list(jobs.values())
 
 
-def _smallest_mig(peak_bytes: int, policy: Any) -> str | None:
+def _smallest_mig(peak_bytes: int, policy: Policy | None) -> str | None:
     """The smallest MIG profile (by memory) of the policy's MIG-capable GPU types that holds ``peak``."""
     best: tuple[float, str] | None = None
     for gt in getattr(policy, "gpu_types", ()) if policy is not None else ():
@@ -59,7 +62,7 @@ def _smallest_mig(peak_bytes: int, policy: Any) -> str | None:
     return None if best is None else best[1]
 
 
-def one_job(row: Mapping[str, str], steps: Sequence[Mapping[str, str]], policy: Any = None) -> dict[str, Any]:
+def one_job(row: Mapping[str, str], steps: Sequence[Mapping[str, str]], policy: Policy | None = None) -> dict[str, Any]:
     """One job's figures and notes."""
     elapsed = float(row.get("ElapsedRaw") or 0) if is_digits(row.get("ElapsedRaw") or "") else \
         (sacct_seconds(row.get("Elapsed")) or 0.0)
@@ -103,7 +106,7 @@ def one_job(row: Mapping[str, str], steps: Sequence[Mapping[str, str]], policy: 
     return doc
 
 
-def notes(doc: Mapping[str, Any], policy: Any = None) -> list[str]:
+def notes(doc: Mapping[str, Any], policy: Policy | None = None) -> list[str]:
     """Advice with numbers (jobstats' thresholds); none for jobs under MIN_NOTE_SECONDS."""
     if doc["elapsed_seconds"] < MIN_NOTE_SECONDS:
         return []
@@ -114,9 +117,10 @@ def notes(doc: Mapping[str, Any], policy: Any = None) -> list[str]:
             out.append(f"GPU {g['index']} on {g['node']} idle {round(100 - u * 100)}% of the time"
                        if u > 0 else f"GPU {g['index']} on {g['node']} was not used (0% utilisation)")
     peaks = [g["max_memory_bytes"] for g in doc["gpu"] if g["max_memory_bytes"] is not None]
-    types = [t for t in doc["gpu_types"] if policy is not None and policy.gpu_type(t) is not None]
-    if peaks and types and doc["gpus"] == 1:
-        peak, size = max(peaks), policy.gpu_type(types[0]).memory_gb
+    types = (policy.gpu_type(t) for t in doc["gpu_types"]) if policy is not None else ()
+    known = [gt for gt in types if gt is not None]
+    if peaks and known and doc["gpus"] == 1:
+        peak, size = max(peaks), known[0].memory_gb
         if peak <= size * GB / 2:
             mig = _smallest_mig(peak, policy)
             tail = f": a {mig} MIG slice would do" if mig else ""
@@ -136,7 +140,7 @@ def notes(doc: Mapping[str, Any], policy: Any = None) -> list[str]:
     return out
 
 
-def jobstats(rows: Sequence[Mapping[str, str]], policy: Any = None) -> dict[str, Any]:
+def jobstats(rows: Sequence[Mapping[str, str]], policy: Policy | None = None) -> dict[str, Any]:
     """The document for one job or one array: ``jobs`` (one entry per job or array task) and, for an
     array, ``array`` with its aggregate figures (E = sum(U g t) / sum(g t) over the tasks with stats)."""
     jobs = [one_job(row, steps, policy) for row, steps in job_rows(rows)]

@@ -26,12 +26,15 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slurm_gpu.cluster.summary_codec import decode
 from slurm_gpu.digits import is_digits
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.sacct import sacct_seconds, sacct_time, tres_gpus
+
+if TYPE_CHECKING:
+    from slurm_gpu.policy.model import Policy
 
 SCHEMA = "slurm-gpu.report/1"
 GROUP_KEYS = ("user", "account", "partition", "class")
@@ -65,7 +68,7 @@ class Run(NamedTuple):
         return sum(self.gpus.values())
 
 
-def class_of(partition: str, qos: str, policy: Any = None) -> str:
+def class_of(partition: str, qos: str, policy: Policy | None = None) -> str:
     """The policy class whose partition (and QOS, when the class sets one) the job ran in; the
     partition's name when there is no policy or no such class."""
     for c in getattr(policy, "classes", ()) if policy is not None else ():
@@ -74,11 +77,11 @@ def class_of(partition: str, qos: str, policy: Any = None) -> str:
     return partition
 
 
-def runs(rows: Iterable[Mapping[str, str]], policy: Any = None) -> list[Run]:
+def runs(rows: Iterable[Mapping[str, str]], policy: Policy | None = None) -> list[Run]:
     return list(iter_runs(rows, policy))
 
 
-def iter_runs(rows: Iterable[Mapping[str, str]], policy: Any = None) -> Iterator[Run]:
+def iter_runs(rows: Iterable[Mapping[str, str]], policy: Policy | None = None) -> Iterator[Run]:
     """The rows as :class:`Run` records, one at a time (step rows skipped)."""
     classes: dict[tuple[str, str], str] = {}
     tres: dict[str, dict[str, int]] = {}  # AllocTRES text -> GPUs per type (a site has few shapes)
@@ -172,13 +175,13 @@ class Totals:
         return out
 
 
-def report(rows: Iterable[Mapping[str, str]], policy: Any = None, by: str | None = None,
+def report(rows: Iterable[Mapping[str, str]], policy: Policy | None = None, by: str | None = None,
            since: str = "", until: str = "") -> dict[str, Any]:
     """The --json document (docs/report.md)."""
     return reports(rows, policy, (by,), since, until)[0]
 
 
-def reports(rows: Iterable[Mapping[str, str]], policy: Any = None, bys: Sequence[str | None] = (None,),
+def reports(rows: Iterable[Mapping[str, str]], policy: Policy | None = None, bys: Sequence[str | None] = (None,),
             since: str = "", until: str = "") -> list[dict[str, Any]]:
     """:func:`report` once per grouping in ``bys`` (e.g. ``--by`` and the HTML's by-account charts), from
     one pass over the rows (a stream is read once)."""

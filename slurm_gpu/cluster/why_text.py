@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from slurm_gpu.cluster.why import NOT_RESOURCES, Why
+from slurm_gpu.jsontypes import JsonObject
 
 
-def to_json(why: Why) -> dict[str, Any]:
+def to_json(why: Why) -> JsonObject:
     """The documented ``--json`` object (docs/why.md)."""
     return {
         "job_id": why.job_id, "state": why.state, "pending": why.pending, "reason": why.reason,

@@ -12,7 +12,30 @@ from __future__ import annotations
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
 if TYPE_CHECKING:
     from collections.abc import Iterable
-    from typing import Any
+    from typing import TypedDict
+
+    from slurm_gpu.jsontypes import JsonObject, JsonValue
+
+    class GpuSummary(TypedDict):
+        """The per-GPU figures of :func:`summarise`."""
+
+        processes: int
+        gpu_util_pct: float | None
+        mem_util_pct: float | None
+        max_memory_bytes: int | None
+
+    class GpuRecord(GpuSummary):
+        """One JSON-lines record of :func:`record`: one GPU of one job (docs/hooks.md)."""
+
+        job_id: int
+        uid: int | None
+        node: str
+        gpu_index: JsonValue
+        gpu_uuid: JsonValue
+        pci_bus_id: JsonValue
+        start: float | None
+        end: float
+        energy_j: float | None
 
 
 class Sample:
@@ -25,7 +48,7 @@ class Sample:
         self.max_mem_bytes, self.time_ms = max_mem_bytes, time_ms
 
 
-def summarise(samples: Iterable[Sample]) -> dict[str, Any]:
+def summarise(samples: Iterable[Sample]) -> GpuSummary:
     """Per-GPU figures from the accounted processes (None where nothing was accounted)."""
     rows = list(samples)
     if not rows:
@@ -49,8 +72,8 @@ def energy_j(start_mj: int | None, end_mj: int | None) -> float | None:
     return round((end_mj - start_mj) / 1000.0, 3)
 
 
-def record(job_id: int, uid: int | None, node: str, gpu: dict[str, Any], summary: dict[str, Any],
-           energy: float | None, start_s: float | None, end_s: float) -> dict[str, Any]:
+def record(job_id: int, uid: int | None, node: str, gpu: JsonObject, summary: GpuSummary,
+           energy: float | None, start_s: float | None, end_s: float) -> GpuRecord:
     """One JSON-lines record (one GPU of one job)."""
     return {"job_id": job_id, "uid": uid, "node": node, "gpu_index": gpu.get("index"),
             "gpu_uuid": gpu.get("uuid") or None, "pci_bus_id": gpu.get("bus_id") or None,
@@ -62,14 +85,14 @@ def _label(text: object) -> str:
     return str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
 
 
-def prom_text(rec: dict[str, Any]) -> str:
+def prom_text(rec: GpuRecord) -> str:
     """Prometheus text exposition of one GPU's last job (gauges labelled gpu, uuid, jobid)."""
     labels = f'gpu="{_label(rec.get("gpu_index"))}",uuid="{_label(rec.get("gpu_uuid") or "")}",' \
              f'jobid="{_label(rec["job_id"])}"'
     metrics = [
         ("slurm_gpu_job_energy_joules", "Energy the GPU used during the job.", rec.get("energy_j")),
         ("slurm_gpu_job_utilization_ratio", "Time-weighted GPU utilisation of the job's processes (0-1).",
-         None if rec.get("gpu_util_pct") is None else round(float(rec["gpu_util_pct"]) / 100.0, 4)),
+         None if (util := rec.get("gpu_util_pct")) is None else round(float(util) / 100.0, 4)),
         ("slurm_gpu_job_max_memory_bytes", "Peak GPU memory of the job's processes.", rec.get("max_memory_bytes")),
         ("slurm_gpu_job_end_timestamp_seconds", "When the job's epilog ran.", rec.get("end")),
     ]

@@ -25,6 +25,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook s
 if TYPE_CHECKING:
     from slurm_gpu.jsontypes import JsonValue
     from slurm_gpu.node.model import GpuId, GpuNode, HookContext, Step
+    from slurm_gpu.node.stats import GpuRecord
 
 KMSG_MAX_BYTES = 8 << 20
 
@@ -310,7 +311,7 @@ class AccountingStep:
             except OSError as exc:
                 ctx.log(f"job {ctx.job.job_id}: stats not written to {acct}: {exc.strerror or exc}")
 
-    def _textfile(self, ctx: HookContext, g: GpuId, rec: dict[str, object]) -> None:
+    def _textfile(self, ctx: HookContext, g: GpuId, rec: GpuRecord) -> None:
         path = str(ctx.config["textfile_dir"])
         if not path:
             return
