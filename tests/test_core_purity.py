@@ -296,7 +296,6 @@ ANY_ALLOWED: dict[str, str] = {
     "cluster/report.py": "report rows (being streamed, issue 22); the policy is typed",
     "cluster/report_html.py": "report rows, as cluster/report.py",
     "cluster/summary_codec.py": "the decoded summary (the decoder is being bounded, issue 22)",
-    "policy/yamlload.py": "YNode.plain(): YAML's plain value; JsonValue once the callers narrow it",
 }
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from slurm_gpu.jsontypes import JsonValue
+
 try:  # libyaml is ~10x faster; fall back to the pure-Python loader
     from yaml import CSafeLoader as _Loader
 except ImportError:  # pragma: no cover - depends on the PyYAML build
@@ -27,14 +29,15 @@ class YNode:
     kind: str
     line: int
     col: int
-    value: Any = None
+    value: str | int | float | bool | None = None  # a scalar's (see plain)
     items: list[YNode] = field(default_factory=list)  # seq items
     keys: dict[str, tuple[YNode, YNode]] = field(default_factory=dict)  # map: key -> (key, value)
     duplicates: list[YNode] = field(default_factory=list)  # repeated keys (their key nodes)
     tag: str = ""
 
-    def plain(self) -> Any:
-        """The plain Python value (dict/list/scalar) of this subtree."""
+    def plain(self) -> JsonValue:
+        """The plain Python value (dict/list/scalar) of this subtree: JSON-shaped, since a scalar is text, a
+        number, a bool or None (dates and binary stay their text, :func:`_scalar`)."""
         if self.kind == "map":
             return {k: v.plain() for k, (_, v) in self.keys.items()}
         if self.kind == "seq":
@@ -129,7 +132,7 @@ def parse_yaml(text: str) -> YNode | None:
         if key.value in parent.keys:
             parent.duplicates.append(key)
         else:
-            parent.keys[key.value] = (key, node)
+            parent.keys[str(key.value)] = (key, node)  # a key node holds text (above)
 
     try:
         for event in yaml.parse(text, Loader=_Loader):
