@@ -14,6 +14,8 @@ import subprocess
 import time
 
 from slurm_gpu.adapters.slurm import run_slurm
+from slurm_gpu.adapters.slurm.runner import CLIENT_WAIT, attempt_s, is_read_only
+from slurm_gpu.errors import SlurmUnreachable
 from slurm_gpu.slurm.records import NodeAlloc, job_from, parse_node_records, parse_parsable, read_jobs, topology_of
 
 FINAL_STATES = frozenset(
@@ -38,26 +40,43 @@ def run(
     cwd: str | None = None,
     env_extra: dict[str, str] | None = None,
     check: bool = False,
+    probe: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Run a command with SLURM_CONF set; as ``user`` (via runuser, with only SLURM_CONF and
-    ``env_extra`` set) when given. SlurmUnreachable when it does not finish within ``timeout_s``; with
-    ``check``, SubmitError on a non-zero exit (one line, from the command's stderr)."""
+    ``env_extra`` set) when given. ``timeout_s`` is the nominal bound of one attempt, scaled to the
+    machine's load (:func:`bounded`); a read-only query is asked again once after a timeout.
+    SlurmUnreachable when no attempt finishes in time; with ``check``, SubmitError on a non-zero exit
+    (one line, from the command's stderr). ``probe``: a quick liveness question (no floor)."""
     env = client_env(slurm_conf) | (env_extra or {})
     user_env = {"SLURM_CONF": slurm_conf} | dict(sorted((env_extra or {}).items()))
-    return run_slurm(argv, env=env, timeout_s=timeout_s, cwd=cwd, user=user, user_env=user_env, check=check)
+    bound = bounded(timeout_s, probe=probe)
+    tries = 1 + (CLIENT_WAIT.read_retries if is_read_only(argv) and not probe else 0)
+    for attempt in range(tries):
+        try:
+            return run_slurm(argv, env=env, timeout_s=bound, cwd=cwd, user=user, user_env=user_env, check=check)
+        except SlurmUnreachable:
+            if attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def bounded(base_s: float, probe: bool = False) -> float:
+    """One attempt's bound for a lab client call of nominal ``base_s`` on this machine now (see
+    :class:`slurm_gpu.adapters.slurm.runner.ClientWait`: scaled by load per CPU, floored unless a probe)."""
+    return attempt_s(base_s, probe=probe)
 
 
 def ping(slurm_conf: str, timeout_s: float = 3) -> bool:
     from slurm_gpu.errors import SlurmGpuError
 
     try:
-        r = run(["scontrol", "ping"], slurm_conf, timeout_s=timeout_s)
+        r = run(["scontrol", "ping"], slurm_conf, timeout_s=timeout_s, probe=True)
     except SlurmGpuError:
         return False
     return "is UP" in r.stdout
 
 
-def node_states(slurm_conf: str, timeout_s: float = 5) -> dict[str, str]:
+def node_states(slurm_conf: str, timeout_s: float = 10) -> dict[str, str]:
     """node name -> state (lower case, with Slurm's suffix such as ``*`` or ``~``)."""
     r = run(["sinfo", "-h", "-N", "-o", "%N %T"], slurm_conf, timeout_s=timeout_s)
     out: dict[str, str] = {}
@@ -68,7 +87,7 @@ def node_states(slurm_conf: str, timeout_s: float = 5) -> dict[str, str]:
     return out
 
 
-def job_state(slurm_conf: str, job_id: int | str, timeout_s: float = 5) -> str:
+def job_state(slurm_conf: str, job_id: int | str, timeout_s: float = 10) -> str:
     """Current state name (``PENDING``, ``RUNNING``, ``COMPLETED``...); ``""`` if unknown."""
     r = run(["squeue", "-h", "-t", "all", "-j", str(job_id), "-o", "%T"], slurm_conf, timeout_s=timeout_s)
     state = r.stdout.strip().splitlines()
@@ -88,7 +107,7 @@ def wait_job(
     last = ""
     delay = 0.1
     while time.monotonic() < deadline:
-        last = job_state(slurm_conf, job_id)
+        last = job_state(slurm_conf, job_id)  # each call bounded on its own (clients.run)
         if last in states or last in FINAL_STATES:
             return last
         time.sleep(delay)

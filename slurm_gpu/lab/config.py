@@ -116,6 +116,17 @@ class LabRuntime:
     db_password: str = "labpass"
     hooks: LabHooks = field(default_factory=LabHooks)
     task_plugin: str | None = None  # None: the version's default from VERSION_TABLE
+    # only loopback addresses (a bare container): see loopback_lines()
+    loopback_only: bool = False
+
+
+def loopback_lines(rt: LabRuntime) -> list[str]:
+    """With only 127.0.0.1 and ::1, glibc's getaddrinfo(NULL, port, AF_INET, AI_PASSIVE|AI_ADDRCONFIG),
+    which Slurm's daemons use to listen, answers EAI_NONAME (loopback addresses do not count for
+    AI_ADDRCONFIG), and slurmdbd dies ("Address family not supported by protocol"). With IPv6 enabled
+    beside IPv4, Slurm asks for AF_UNSPEC, which glibc answers then (0.0.0.0, ::). Both slurm.conf and
+    slurmdbd.conf need it (slurmdbd.conf(5)); clients then name 127.0.0.1, never ``localhost`` (::1 first)."""
+    return ["CommunicationParameters=EnableIPv6"] if rt.loopback_only else []
 
 
 def node_port(spec: LabSpec, rt: LabRuntime, node: str) -> int:
@@ -180,12 +191,13 @@ def slurm_conf(spec: LabSpec, rt: LabRuntime) -> str:
         "KillWait=5",
         "MinJobAge=600",
         "AccountingStorageType=accounting_storage/slurmdbd",
-        "AccountingStorageHost=localhost",
+        f"AccountingStorageHost={'127.0.0.1' if rt.loopback_only else 'localhost'}",
         f"AccountingStoragePort={rt.dbd_port}",
         f"AccountingStorageTRES={gres_tres}",
         "AccountingStorageEnforce=associations,limits,qos",
     ]
     lines += _hook_lines(rt.hooks, p.conf_dir)
+    lines += loopback_lines(rt)
     for n in spec.nodes:
         lines.append(
             f"{n.conf_line} NodeHostname={rt.hostname} NodeAddr=127.0.0.1 Port={node_port(spec, rt, n.name)}"
@@ -224,6 +236,7 @@ def slurmdbd_conf(rt: LabRuntime) -> str:
                 "StorageUser=slurm",
                 f"StoragePass={rt.db_password}",
                 "StorageLoc=slurm_acct_db",
+                *loopback_lines(rt),
             ]
         )
         + "\n"

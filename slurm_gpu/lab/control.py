@@ -106,6 +106,18 @@ def slurm_version() -> tuple[int, int, int]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
+def only_loopback() -> bool:
+    """True when this machine (network namespace) has no address but loopback ones: glibc's passive
+    AF_INET lookup with AI_ADDRCONFIG, the one Slurm's daemons listen with, then finds nothing
+    (:func:`slurm_gpu.lab.config.loopback_lines`)."""
+    try:
+        socket.getaddrinfo(None, 16819, socket.AF_INET, socket.SOCK_STREAM, 0,
+                           socket.AI_PASSIVE | socket.AI_ADDRCONFIG | socket.AI_NUMERICSERV)
+    except socket.gaierror:
+        return True
+    return False
+
+
 def short_hostname() -> str:
     return socket.gethostname().split(".")[0]
 
@@ -249,6 +261,16 @@ class Lab(LabDaemons):
             f"Slurm {version_text(version)}; nodes {','.join(spec.node_names)}; gpu types "
             f"{','.join(spec.gpu_types)}; conf {self.slurm_conf} ({self._ms(t)})"
         )
+        try:
+            self._start_daemons(spec, rt, hooks)
+        except SlurmGpuError as e:  # name the daemon that really failed, not the client that timed out
+            raise self.blame(e) from e
+        Path(p.env_file).write_text(self.env_text())
+        took = time.monotonic() - t0
+        self.say(f"lab UP in {took:.1f} s. Clients: source <(slurm-gpu lab env); submit as '{self.user}'")
+        return took
+
+    def _start_daemons(self, spec: LabSpec, rt: LabRuntime, hooks: LabHooks) -> None:
         t = time.monotonic()
         self._start_munge()
         self._start_mariadb(rt)
@@ -266,10 +288,6 @@ class Lab(LabDaemons):
             self._start_hook_agents()
         self._start_slurmds(list(spec.node_names))
         self.say(f"{len(spec.nodes)} slurmd idle ({self._ms(t)})")
-        Path(p.env_file).write_text(self.env_text())
-        took = time.monotonic() - t0
-        self.say(f"lab UP in {took:.1f} s. Clients: source <(slurm-gpu lab env); submit as '{self.user}'")
-        return took
 
     def _start_hook_agents(self) -> None:
         from slurm_gpu.lab.nodehooks import start_agents
@@ -327,7 +345,7 @@ class Lab(LabDaemons):
         base = os.environ.get("SLURM_GPU_LAB_PORT_BASE")
         task_plugin = os.environ.get("SLURM_GPU_LAB_TASK_PLUGIN") or None  # e.g. task/affinity on 24.11 with many CPUs
         rt = LabRuntime(version=version, hostname=short_hostname(), paths=self.paths, hooks=hooks,
-                        task_plugin=task_plugin)
+                        task_plugin=task_plugin, loopback_only=only_loopback())
         if base:
             b = int(base)
             rt = dataclasses.replace(rt, ctld_port=b, dbd_port=b + 2, slurmd_port0=b + 100)
@@ -395,12 +413,14 @@ class Lab(LabDaemons):
 
     def status_lines(self) -> list[str]:
         lines = []
+        why_dead = {st.name: st.last_error for st in self.daemon_statuses()}
         if os.path.isdir(self.paths.pid_dir):
             for f in sorted(os.listdir(self.paths.pid_dir)):
                 name = f[: -len(".pid")]
                 rec = procs.read_pidfile(os.path.join(self.paths.pid_dir, f))
                 state = "running" if rec and procs.alive(rec[0]) else "dead"
-                lines.append(f"{name:<22} pid={rec[0] if rec else '?':<8} {state}")
+                why = why_dead.get(name, "") if state == "dead" else ""
+                lines.append(f"{name:<22} pid={rec[0] if rec else '?':<8} {state}" + (f": {why}" if why else ""))
         if not lines:
             lines.append(f"no lab in {self.paths.lab_dir}")
             return lines

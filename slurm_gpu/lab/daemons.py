@@ -19,6 +19,45 @@ from slurm_gpu.lab import clients, procs
 from slurm_gpu.lab.config import LabPaths, LabRuntime, db_bootstrap_sql
 
 
+@dataclass(frozen=True)
+class DaemonStatus:
+    """One lab daemon as found: started (has a pidfile), alive, and its log's last error line."""
+
+    name: str  # "slurmdbd", "slurmd.h100n1", ...
+    started: bool
+    alive: bool
+    last_error: str = ""
+
+
+# Lines of a daemon's log that say why it stopped or what went wrong, most telling first: Slurm's
+# "fatal:" and "error:", MariaDB's "[ERROR]", munged's "Error:". The last such line is the one reported.
+ERROR_MARKERS = (re.compile(r"\bfatal:|\[ERROR\]|\bFatal\b|\bFATAL\b"), re.compile(r"\berror:|\bError:|\bERROR\b"))
+# pmix noise that 22.05's slurmd logs on every start (not why a daemon died)
+IGNORED_ERRORS = re.compile(r"pmix", re.IGNORECASE)
+
+
+def last_error_line(log_text: str, max_chars: int = 200) -> str:
+    """The last fatal line of a log, else its last error line, else ""; the timestamp prefix dropped."""
+    lines = [ln.strip() for ln in log_text.splitlines() if ln.strip() and not IGNORED_ERRORS.search(ln)]
+    for marker in ERROR_MARKERS:
+        found = [ln for ln in lines if marker.search(ln)]
+        if found:
+            line = re.sub(r"^\[[^]]*\]\s*", "", found[-1])
+            return line if len(line) <= max_chars else line[: max_chars - 3] + "..."
+    return ""
+
+
+def blame(statuses: list[DaemonStatus], symptom: str) -> str:
+    """The one line for a failed ``lab up`` step: the first started daemon that is dead, with its last
+    error line, in place of ``symptom`` (a client's "no answer within N s; is slurmctld up?" that would
+    name the wrong daemon); ``symptom`` itself when every started daemon is alive."""
+    for st in statuses:
+        if st.started and not st.alive:
+            why = st.last_error or "no error in its log"
+            return f"{st.name} died: {why} (while: {symptom.splitlines()[0] if symptom else 'starting the lab'})"
+    return symptom
+
+
 def _distinct_char_devices(count: int) -> list[str]:
     """Up to ``count`` existing character devices with distinct device numbers: slurmd only stat()s a
     GPU's File=, and needs each to be a distinct character device. ttys first (a full /dev), then the
@@ -243,6 +282,7 @@ class LabDaemons:
     def _sacctmgr(self, commands: list[list[str]]) -> None:
         for argv in commands:
             for _ in poll(20, first_s=0.2, max_s=1.0):
+                self._check_alive("slurmdbd", "slurmdbd", "slurmdbd.stdout")
                 r = clients.run(["sacctmgr", "-i", *argv], self.slurm_conf, timeout_s=30)
                 out = (r.stdout + r.stderr).strip()
                 # slurmdbd logs "started" a moment before it listens (seen once on 24.11.5 under load)
@@ -286,13 +326,56 @@ class LabDaemons:
                 return
         raise SlurmGpuError(f"nodes not idle after {timeout_s:g} s: {states}; see {self.paths.log_dir}")
 
+    # daemon -> (process name, the logs that may hold its last error), in start order
+    def daemon_table(self) -> list[tuple[str, str, tuple[str, ...]]]:
+        table: list[tuple[str, str, tuple[str, ...]]] = [
+            ("munged", "munged", ("/var/log/munge/munged.log",)),
+            ("mariadb", "mariadbd", (self._log("mariadb.err"), self._log("mariadb.stdout"))),
+            ("slurmdbd", "slurmdbd", (self._log("slurmdbd.log"), self._log("slurmdbd.stdout"))),
+            ("slurmctld", "slurmctld", (self._log("slurmctld.log"), self._log("slurmctld.stdout"))),
+        ]
+        nodes = self.node_names()
+        if not nodes and os.path.isdir(self.paths.pid_dir):
+            nodes = sorted(f[len("slurmd."):-len(".pid")] for f in os.listdir(self.paths.pid_dir)
+                           if f.startswith("slurmd.") and f.endswith(".pid"))
+        table += [(f"slurmd.{n}", "slurmd", (self._log(f"slurmd.{n}.log"), self._log(f"slurmd.{n}.stdout")))
+                  for n in nodes]
+        return table
+
+    def daemon_statuses(self) -> list[DaemonStatus]:
+        """Each lab daemon (start order): started (a pidfile), alive, the last error line of its logs."""
+        out = []
+        for name, want, logs in self.daemon_table():
+            started = os.path.exists(self._pidfile(name))
+            alive = started and procs.pidfile_process(self._pidfile(name), want) is not None
+            last = ""
+            for log in logs:
+                try:
+                    last = last_error_line(Path(log).read_text(errors="replace")[-65536:])
+                except OSError:
+                    continue
+                if last:
+                    break
+            out.append(DaemonStatus(name, started, alive, last))
+        return out
+
+    def blame(self, e: SlurmGpuError) -> SlurmGpuError:
+        """``e`` restated as the daemon that really failed (see :func:`blame`), logs named."""
+        line = blame(self.daemon_statuses(), str(e))
+        if line == str(e):
+            return e
+        return SlurmGpuError(f"{line}; logs in {self.paths.log_dir}")
+
     def _check_alive(self, name: str, want: str, log: str) -> None:
         if procs.pidfile_process(self._pidfile(name), want) is None:
-            tail = ""
-            try:
-                tail = " | ".join(ln for ln in Path(self._log(log)).read_text().splitlines()[-4:] if "pmix" not in ln)
-            except OSError:
-                pass
+            status = {st.name: st for st in self.daemon_statuses()}.get(name)
+            tail = status.last_error if status else ""
+            if not tail:
+                try:
+                    tail = " | ".join(ln for ln in Path(self._log(log)).read_text().splitlines()[-4:]
+                                      if "pmix" not in ln)
+                except OSError:
+                    pass
             raise SlurmGpuError(f"{name} died: {tail or 'no output'} (logs in {self.paths.log_dir})")
 
 

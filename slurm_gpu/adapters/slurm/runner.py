@@ -21,12 +21,61 @@ import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import IO
 
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
 from slurm_gpu.slurm.records import one_line
 
 DEFAULT_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class ClientWait:
+    """How long a client call of the lab (``slurm_gpu.lab.clients``: the lab, the demo, the test helpers)
+    waits, tuned to the machine. Why: a client answers in about 0.1 s on an idle lab, but on a 2-CPU
+    machine at load average 4 (the suite beside other users) squeue once took over 5 s
+    (tests/gpusub/test_locality_lab.py, "squeue gave no answer within 5 s"). So each attempt's bound is
+    the caller's base scaled by the load per CPU (``min_scale`` to ``max_scale``) and never below
+    ``floor_s``, and a read-only query that times out is asked ``read_retries`` more times; a write
+    (sbatch, scancel, sacctmgr) is never repeated. Worst case stays bounded: (1 + retries) x attempt."""
+
+    floor_s: float = 10.0  # no lab client attempt waits less (probes such as `scontrol ping` excepted)
+    min_scale: float = 1.0
+    max_scale: float = 4.0
+    read_retries: int = 1
+
+
+CLIENT_WAIT = ClientWait()
+# (command, first argument or "") that only read: safe to ask again after a timeout
+READ_ONLY = frozenset({("squeue", ""), ("sinfo", ""), ("sacct", ""), ("scontrol", "show"), ("scontrol", "ping"),
+                       ("sacctmgr", "show"), ("sacctmgr", "list"), ("sdiag", "")})
+
+
+def load_scale(load_1min: float, cpus: int, wait: ClientWait = CLIENT_WAIT) -> float:
+    """The factor on a client's base wait: the runnable processes per CPU, within the table's bounds."""
+    return min(wait.max_scale, max(wait.min_scale, load_1min / max(cpus, 1)))
+
+
+def machine_scale(wait: ClientWait = CLIENT_WAIT) -> float:
+    """:func:`load_scale` for this machine now (1-minute load average, usable CPUs)."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return load_scale(load, len(os.sched_getaffinity(0)), wait)
+
+
+def attempt_s(base_s: float, *, probe: bool = False, wait: ClientWait = CLIENT_WAIT) -> float:
+    """One attempt's bound: ``base_s`` scaled to the machine, at least ``floor_s`` unless ``probe``."""
+    scaled = base_s * machine_scale(wait)
+    return scaled if probe else max(wait.floor_s, scaled)
+
+
+def is_read_only(argv: Sequence[str]) -> bool:
+    name = os.path.basename(argv[0]) if argv else ""
+    sub = next((a for a in argv[1:] if not a.startswith("-")), "")
+    return (name, "") in READ_ONLY or (name, sub) in READ_ONLY
 # stderr texts that mean "no controller answered", not "Slurm said no"
 UNREACHABLE_MARKERS = ("Unable to contact slurm controller", "Socket timed out", "Connection refused",
                        "Could not establish a configuration source", "Zero Bytes were transmitted")
