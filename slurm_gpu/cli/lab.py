@@ -62,6 +62,9 @@ def lab() -> None:
 @click.option("--task-prolog", type=click.Path(exists=True, dir_okay=False), default=None, help="TaskProlog= script.")
 @click.option("--epilog-slurmctld", type=click.Path(exists=True, dir_okay=False), default=None,
               help="EpilogSlurmctld= program (e.g. prolog_epilog/epilog_ctld.sh); off unless given.")
+@click.option("--packages", "package_sets", default="demo", show_default=True, metavar="SET[,SET...]",
+              help="Debian package sets to install when missing: demo (the lab itself), test (a C compiler "
+                   "for the tests' NVML stand-in), browser (headless chromium for the report's test).")
 def up(
     lab_dir: str,
     policy_path: str | None,
@@ -72,6 +75,7 @@ def up(
     epilog: str | None,
     task_prolog: str | None,
     epilog_slurmctld: str | None,
+    package_sets: str,
 ) -> None:
     """Install what is missing, write config, start all daemons, wait until every node is idle."""
     import os
@@ -85,7 +89,8 @@ def up(
 
         hooks = replace(hooks, epilog_slurmctld=os.path.abspath(epilog_slurmctld))
     try:
-        took = _lab(lab_dir).up(policy_spec_factory(policy), hooks=hooks, restart=restart, policy_path=policy)
+        took = _lab(lab_dir).up(policy_spec_factory(policy), hooks=hooks, restart=restart, policy_path=policy,
+                                packages=tuple(s.strip() for s in package_sets.split(",") if s.strip()))
     except SlurmGpuError as e:
         _fail(e)
     click.echo(f"ready in {took:.1f} s")

@@ -30,7 +30,7 @@ from slurm_gpu.lab.config import (
     version_text,
 )
 from slurm_gpu.lab.daemons import LabDaemons, poll
-from slurm_gpu.lab.install import ensure_packages
+from slurm_gpu.lab.install import DEFAULT_SETS, ensure_packages, packages_of
 from slurm_gpu.lab.spec import LabHooks, LabSpec
 
 DEFAULT_LAB_DIR = "/tmp/slurm-gpu-lab"
@@ -211,12 +211,15 @@ class Lab(LabDaemons):
         hooks: LabHooks | None = None,
         restart: bool = False,
         policy_path: str | None = None,
+        packages: tuple[str, ...] = DEFAULT_SETS,
     ) -> float:
         from slurm_gpu.lab import nodehooks
 
         hooks = nodehooks.wire(hooks or LabHooks(), self.paths.lab_dir)
         t0 = time.monotonic()
+        packages_of(packages)  # an unknown set: one line before anything starts
         if not restart and self.healthy() and self._config_unchanged(spec_factory, hooks):
+            self._ensure_packages(packages)  # e.g. `make test`'s test sets after `make demo`'s lab
             if policy_path:  # same config, maybe from another checkout: the lab keeps its own copy
                 self._copy_policy(policy_path, hooks)
                 Path(self.paths.env_file).write_text(self.env_text())
@@ -234,9 +237,7 @@ class Lab(LabDaemons):
         for d in (p.pid_dir, p.log_dir, p.conf_dir, os.path.join(p.state_dir, "ctld"), p.jobs_dir):
             os.makedirs(d, exist_ok=True)
         t = time.monotonic()
-        spent = ensure_packages(self._log("apt.log"), self.say)
-        if spent:
-            self.say(f"packages installed ({spent:.1f} s)")
+        self._ensure_packages(packages)
         version = slurm_version()
         self._ensure_user()
         shutil.chown(os.path.join(p.state_dir, "ctld"), "slurm", "slurm")
@@ -288,6 +289,12 @@ class Lab(LabDaemons):
             self._start_hook_agents()
         self._start_slurmds(list(spec.node_names))
         self.say(f"{len(spec.nodes)} slurmd idle ({self._ms(t)})")
+
+    def _ensure_packages(self, sets: tuple[str, ...]) -> None:
+        # in the lab dir itself (root's, mode 755): log/ is world-writable once the lab is up
+        spent = ensure_packages(os.path.join(self.paths.lab_dir, "apt.log"), self.say, sets)
+        if spent:
+            self.say(f"packages installed ({spent:.1f} s)")
 
     def _start_hook_agents(self) -> None:
         from slurm_gpu.lab.nodehooks import start_agents

@@ -11,7 +11,8 @@ from collections.abc import Callable
 CORE_PACKAGES = ("munge", "slurmctld", "slurmd", "slurm-client", "slurm-wlm-basic-plugins")
 # slurmdbd pulls its MySQL plugin; mariadb-server pulls the `mariadb` client (Debian 12 and 13)
 ACCOUNTING_PACKAGES = ("slurmdbd", "mariadb-server")
-# the tests compile a stand-in libnvidia-ml.so.1 (tests/nvml_standin, docs/nvml_standin.md)
+# the tests compile a stand-in libnvidia-ml.so.1 (tests/nvml_standin, docs/nvml_standin.md); the lab and
+# its demo run without it (the node hooks then see no driver, slurm_gpu/lab/nodehooks.py)
 BUILD_PACKAGES = ("gcc", "libc6-dev")
 # the HTML report is opened in the distribution's headless chromium (tests/cluster/test_report_html.py)
 BROWSER_PACKAGES = ("chromium-headless-shell",)
@@ -19,6 +20,14 @@ BROWSER_PACKAGES = ("chromium-headless-shell",)
 TEST_PACKAGES = BUILD_PACKAGES + BROWSER_PACKAGES
 TOOL_PACKAGES = ACCOUNTING_PACKAGES + TEST_PACKAGES
 PACKAGES = CORE_PACKAGES + TOOL_PACKAGES
+# The package sets by purpose: `lab up` installs "demo" (the lab itself: what `make demo` needs);
+# `lab up --packages demo,test,browser` (what `make test` runs) adds the test-only ones.
+PACKAGE_SETS: dict[str, tuple[str, ...]] = {
+    "demo": CORE_PACKAGES + ACCOUNTING_PACKAGES,
+    "test": BUILD_PACKAGES,
+    "browser": BROWSER_PACKAGES,
+}
+DEFAULT_SETS = ("demo",)
 POLICY_RC_D = "/usr/sbin/policy-rc.d"
 
 
@@ -34,9 +43,21 @@ def missing_packages(packages: tuple[str, ...] = PACKAGES) -> list[str]:
     return missing
 
 
-def ensure_packages(log_path: str, say: Callable[[str], None] = print) -> float:
-    """apt-get install what is missing; returns seconds spent (0.0 when nothing was missing)."""
-    missing = missing_packages()
+def packages_of(sets: tuple[str, ...]) -> tuple[str, ...]:
+    """The packages of the named sets (PACKAGE_SETS), in table order, each once; SlurmGpuError names an
+    unknown set."""
+    unknown = [s for s in sets if s not in PACKAGE_SETS]
+    if unknown:
+        from slurm_gpu.errors import SlurmGpuError
+
+        raise SlurmGpuError(f"unknown package set {', '.join(unknown)} (known: {', '.join(PACKAGE_SETS)})")
+    return tuple(dict.fromkeys(p for name, pkgs in PACKAGE_SETS.items() if name in sets for p in pkgs))
+
+
+def ensure_packages(log_path: str, say: Callable[[str], None] = print, sets: tuple[str, ...] = DEFAULT_SETS) -> float:
+    """apt-get install what is missing of the package ``sets``; returns seconds spent (0.0 when nothing
+    was missing)."""
+    missing = missing_packages(packages_of(sets))
     if not missing:
         return 0.0
     t0 = time.monotonic()
