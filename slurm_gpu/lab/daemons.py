@@ -30,21 +30,37 @@ class DaemonStatus:
 
 
 # Lines of a daemon's log that say why it stopped or what went wrong, most telling first: Slurm's
-# "fatal:" and "error:", MariaDB's "[ERROR]", munged's "Error:". The last such line is the one reported.
-ERROR_MARKERS = (re.compile(r"\bfatal:|\[ERROR\]|\bFatal\b|\bFATAL\b"), re.compile(r"\berror:|\bError:|\bERROR\b"))
+# "fatal:" and "error:", MariaDB's "[ERROR]", munged's "Error:". A fatal line is always the end; an error
+# line counts only after the daemon's last start line (an old warning is not why it died).
+ERROR_MARKERS = (re.compile(r"\bfatal:|\bFatal\b|\bFATAL\b"), re.compile(r"\berror:|\[ERROR\]|\bError:|\bERROR\b"))
+START_MARKER = re.compile(r"\bstarted\b|ready for connections")
 # pmix noise that 22.05's slurmd logs on every start (not why a daemon died)
 IGNORED_ERRORS = re.compile(r"pmix", re.IGNORECASE)
 
 
+def _clip(line: str, max_chars: int) -> str:
+    line = re.sub(r"^\[[^]]*\]\s*", "", line)
+    return line if len(line) <= max_chars else line[: max_chars - 3] + "..."
+
+
 def last_error_line(log_text: str, max_chars: int = 200) -> str:
-    """The last fatal line of a log, else its last error line, else ""; the timestamp prefix dropped."""
+    """The last fatal line of a log, else its last error line after the last start line, else ""; the
+    ``[timestamp]`` prefix dropped."""
     lines = [ln.strip() for ln in log_text.splitlines() if ln.strip() and not IGNORED_ERRORS.search(ln)]
-    for marker in ERROR_MARKERS:
-        found = [ln for ln in lines if marker.search(ln)]
+    starts = [i for i, ln in enumerate(lines) if START_MARKER.search(ln)]
+    since_start = lines[starts[-1] + 1:] if starts else lines
+    for marker, scope in zip(ERROR_MARKERS, (lines, since_start)):
+        found = [ln for ln in scope if marker.search(ln)]
         if found:
-            line = re.sub(r"^\[[^]]*\]\s*", "", found[-1])
-            return line if len(line) <= max_chars else line[: max_chars - 3] + "..."
+            return _clip(found[-1], max_chars)
     return ""
+
+
+def why_dead(log_text: str, max_chars: int = 200) -> str:
+    """What a dead daemon's log says last: :func:`last_error_line`, else its last line (say,
+    "Terminate signal (SIGINT or SIGTERM) received": someone stopped it)."""
+    lines = [ln.strip() for ln in log_text.splitlines() if ln.strip() and not IGNORED_ERRORS.search(ln)]
+    return last_error_line(log_text, max_chars) or (_clip(lines[-1], max_chars) if lines else "")
 
 
 def blame(statuses: list[DaemonStatus], symptom: str) -> str:
@@ -349,9 +365,10 @@ class LabDaemons:
             started = os.path.exists(self._pidfile(name))
             alive = started and procs.pidfile_process(self._pidfile(name), want) is not None
             last = ""
+            read = why_dead if started and not alive else last_error_line
             for log in logs:
                 try:
-                    last = last_error_line(Path(log).read_text(errors="replace")[-65536:])
+                    last = read(Path(log).read_text(errors="replace")[-65536:])
                 except OSError:
                     continue
                 if last:

@@ -16,7 +16,7 @@ from slurm_gpu.adapters.slurm.runner import CLIENT_WAIT, ClientWait, attempt_s, 
 from slurm_gpu.errors import SlurmGpuError, SlurmUnreachable
 from slurm_gpu.lab import procs
 from slurm_gpu.lab.config import LabPaths, LabRuntime, slurm_conf, slurmdbd_conf
-from slurm_gpu.lab.daemons import DaemonStatus, LabDaemons, blame, last_error_line
+from slurm_gpu.lab.daemons import DaemonStatus, LabDaemons, blame, last_error_line, why_dead
 
 # slurmdbd 22.05.8's log in a namespace with only 127.0.0.1 and ::1 (docs/lab.md, "The suite on every release")
 DBD_LOOPBACK_LOG = """\
@@ -35,11 +35,18 @@ def test_last_error_line_prefers_the_fatal_line_and_drops_the_timestamp():
 
 
 def test_last_error_line_takes_the_last_error_without_a_fatal_one_and_skips_pmix():
-    text = ("[t] error: first\n[t] error: Couldn't find the specified plugin name for mpi/pmix\n"
+    text = ("[t] slurmd version 22.05.8 started\n[t] error: first\n"
+            "[t] error: Couldn't find the specified plugin name for mpi/pmix\n"
             "[t] error: the real one\n[t] error: mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:193: pmi/pmix: "
-            "can not load PMIx library\n[t] slurmd started\n")
+            "can not load PMIx library\n[t] slurmd: done\n")
     assert last_error_line(text) == "error: the real one"
     assert last_error_line("[t] slurmdbd version 22.05.8 started\n") == ""
+    # an error before the last start line is an old warning, not why the daemon stopped
+    stopped = ("[t] error: Database settings not recommended values: innodb_buffer_pool_size\n"
+               "[t] slurmdbd version 22.05.8 started\n[t] Terminate signal (SIGINT or SIGTERM) received\n")
+    assert last_error_line(stopped) == ""
+    assert why_dead(stopped) == "Terminate signal (SIGINT or SIGTERM) received"
+    assert why_dead(DBD_LOOPBACK_LOG) == last_error_line(DBD_LOOPBACK_LOG)
     assert last_error_line("2026-12-01 10:00:00 0 [ERROR] InnoDB: Unable to lock ./ibdata1\n") == (
         "2026-12-01 10:00:00 0 [ERROR] InnoDB: Unable to lock ./ibdata1")
 
@@ -120,7 +127,9 @@ def test_load_scale(load: float, cpus: int, scale: float):
 def test_attempt_bound_never_below_the_floor_the_flake_needed():
     # the flake: squeue gave no answer within 5 s at load 4 on 2 CPUs; no lab attempt waits that little now
     assert attempt_s(5.0) >= CLIENT_WAIT.floor_s > 5.0
-    assert attempt_s(3.0, probe=True) < CLIENT_WAIT.floor_s  # a probe is quick, scaled only
+    idle = ClientWait(max_scale=1.0)  # the scale at load <= 1 per CPU, whatever this machine's load now
+    assert attempt_s(3.0, probe=True, wait=idle) == 3.0  # a probe is quick: scaled only, no floor
+    assert attempt_s(3.0, wait=idle) == idle.floor_s
     assert attempt_s(1.0, wait=ClientWait(floor_s=0.5, max_scale=1.0)) == 1.0
 
 
