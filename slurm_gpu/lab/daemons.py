@@ -68,6 +68,8 @@ def blame(statuses: list[DaemonStatus], symptom: str) -> str:
     error line, in place of ``symptom`` (a client's "no answer within N s; is slurmctld up?" that would
     name the wrong daemon); ``symptom`` itself when every started daemon is alive."""
     for st in statuses:
+        if symptom.startswith(f"{st.name} died:"):  # already named (the daemon's own start check)
+            return symptom
         if st.started and not st.alive:
             why = st.last_error or "no error in its log"
             return f"{st.name} died: {why} (while: {symptom.splitlines()[0] if symptom else 'starting the lab'})"

@@ -61,6 +61,11 @@ def test_blame_names_the_first_dead_daemon_not_the_client():
     assert "is slurmctld up" not in line.split("(while:")[0]
 
 
+def test_blame_keeps_a_line_that_already_names_the_dead_daemon():
+    line = "mariadb died: [ERROR] Aborting (logs in /tmp/lab/log)"
+    assert blame([DaemonStatus("mariadb", True, False, "[ERROR] Aborting")], line) == line
+
+
 def test_blame_keeps_the_symptom_when_every_started_daemon_lives():
     statuses = [DaemonStatus("slurmdbd", True, True, "error: an old one"), DaemonStatus("slurmctld", False, False)]
     assert blame(statuses, SYMPTOM) == SYMPTOM
