@@ -49,7 +49,7 @@ def last_error_line(log_text: str, max_chars: int = 200) -> str:
     lines = [ln.strip() for ln in log_text.splitlines() if ln.strip() and not IGNORED_ERRORS.search(ln)]
     starts = [i for i, ln in enumerate(lines) if START_MARKER.search(ln)]
     since_start = lines[starts[-1] + 1:] if starts else lines
-    for marker, scope in zip(ERROR_MARKERS, (lines, since_start)):
+    for marker, scope in zip(ERROR_MARKERS, (lines, since_start), strict=True):
         found = [ln for ln in scope if marker.search(ln)]
         if found:
             return _clip(found[-1], max_chars)

@@ -80,7 +80,13 @@ def start_detached(argv: list[str], log_path: str, pidfile: str, env: dict[str, 
         ["sh", "-c", script, "sh", log_path, *argv], capture_output=True, text=True, env=env, timeout=30, check=True
     ).stdout
     pid = int(out.strip())
-    time.sleep(0.01)
+    # `$!` is sh's background child, which becomes the daemon only once setsid has exec'd it: until then
+    # its comm is sh's or setsid's, and a check by name would take the daemon for dead (seen under load
+    # average 19: "mariadb died: no output"). Wait for the exec, bounded.
+    want = os.path.basename(argv[0])[:15]
+    deadline = time.monotonic() + 10
+    while alive(pid) and comm(pid) != want and time.monotonic() < deadline:
+        time.sleep(0.01)
     write_pidfile(pidfile, pid)
     return pid
 

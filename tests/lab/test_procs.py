@@ -33,6 +33,24 @@ def test_start_detached_records_the_daemon_pid_and_stop_stops_it(tmp_path):
             os.kill(pid, 9)
 
 
+def test_start_detached_returns_once_the_daemon_has_its_name(tmp_path):
+    """The pid is the daemon by name as soon as start_detached returns (before, sh's child could still be
+    sh or setsid under load, and the lab took MariaDB for dead: "mariadb died: no output")."""
+    pids = []
+    try:
+        for i in range(10):
+            pidfile = str(tmp_path / f"s{i}.pid")
+            pids.append(procs.start_detached(["sleep", "60"], str(tmp_path / "s.log"), pidfile))
+            assert procs.pidfile_process(pidfile, "sleep") == pids[-1]
+    finally:
+        for pid in pids:
+            if procs.alive(pid):
+                os.kill(pid, 9)
+    t0 = time.monotonic()
+    procs.start_detached(["true"], str(tmp_path / "t.log"), str(tmp_path / "t.pid"))  # exits at once
+    assert time.monotonic() - t0 < 5  # no wait for a name it will never have
+
+
 def test_pidfile_of_another_program_is_left_alone(tmp_path):
     pidfile = str(tmp_path / "x.pid")
     p = subprocess.Popen(["sleep", "60"])
