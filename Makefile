@@ -52,8 +52,9 @@ lint: venv
 # A private clone (say /root/slurm-gpu, /root mode 700): the lab user and slurmd execute this checkout's
 # venv, node hooks (slurm-gpu-task-prolog) and the MPS/NVML stand-ins, which they cannot reach there. As
 # root, `make test` then runs the suite from a world-readable copy in $(READABLE_COPY) (under /var/lib,
-# where no user can plant a name; its .venv is kept between runs). `make test-here` skips the check.
-READABLE_COPY ?= /var/lib/slurm-gpu/checkout
+# where no user can plant a name; one per checkout; its .venv is kept between runs). `make test-here`
+# skips the check.
+READABLE_COPY ?= /var/lib/slurm-gpu/checkout-$(shell printf %s "$(CURDIR)" | sha1sum | cut -c1-12)
 TESTS ?= tests
 test:
 	@if [ "$$(id -u)" = 0 ] && id nobody >/dev/null 2>&1 && ! runuser -u nobody -- test -r "$(CURDIR)/setup.cfg" 2>/dev/null; then \
