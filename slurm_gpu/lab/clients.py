@@ -14,7 +14,7 @@ import subprocess
 import time
 
 from slurm_gpu.adapters.slurm import run_slurm
-from slurm_gpu.adapters.slurm.runner import CLIENT_WAIT, attempt_s, is_read_only
+from slurm_gpu.adapters.slurm.runner import CLIENT_WAIT, ClientWait, attempt_s, is_read_only
 from slurm_gpu.errors import SlurmUnreachable
 from slurm_gpu.slurm.records import NodeAlloc, job_from, parse_node_records, parse_parsable, read_jobs, topology_of
 
@@ -41,29 +41,25 @@ def run(
     env_extra: dict[str, str] | None = None,
     check: bool = False,
     probe: bool = False,
+    wait: ClientWait = CLIENT_WAIT,
 ) -> subprocess.CompletedProcess[str]:
     """Run a command with SLURM_CONF set; as ``user`` (via runuser, with only SLURM_CONF and
     ``env_extra`` set) when given. ``timeout_s`` is the nominal bound of one attempt, scaled to the
-    machine's load (:func:`bounded`); a read-only query is asked again once after a timeout.
+    machine's load (``ClientWait`` in slurm_gpu/adapters/slurm/runner.py); a read-only query is asked
+    again once after a timeout.
     SlurmUnreachable when no attempt finishes in time; with ``check``, SubmitError on a non-zero exit
-    (one line, from the command's stderr). ``probe``: a quick liveness question (no floor)."""
+    (one line, from the command's stderr). ``probe``: a quick liveness question (no floor, no retry).
+    ``wait``: the table of bounds (tests shrink it)."""
     env = client_env(slurm_conf) | (env_extra or {})
     user_env = {"SLURM_CONF": slurm_conf} | dict(sorted((env_extra or {}).items()))
-    bound = bounded(timeout_s, probe=probe)
-    tries = 1 + (CLIENT_WAIT.read_retries if is_read_only(argv) and not probe else 0)
-    for attempt in range(tries):
+    bound = attempt_s(timeout_s, probe=probe, wait=wait)
+    retries = wait.read_retries if is_read_only(argv) and not probe else 0
+    for _ in range(retries):
         try:
             return run_slurm(argv, env=env, timeout_s=bound, cwd=cwd, user=user, user_env=user_env, check=check)
         except SlurmUnreachable:
-            if attempt == tries - 1:
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def bounded(base_s: float, probe: bool = False) -> float:
-    """One attempt's bound for a lab client call of nominal ``base_s`` on this machine now (see
-    :class:`slurm_gpu.adapters.slurm.runner.ClientWait`: scaled by load per CPU, floored unless a probe)."""
-    return attempt_s(base_s, probe=probe)
+            continue  # a busy machine: ask once more, within the same bound
+    return run_slurm(argv, env=env, timeout_s=bound, cwd=cwd, user=user, user_env=user_env, check=check)
 
 
 def ping(slurm_conf: str, timeout_s: float = 3) -> bool:

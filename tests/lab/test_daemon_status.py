@@ -159,3 +159,33 @@ def test_package_sets_by_purpose():
     assert packages_of(("browser", "demo")) == demo + ("chromium-headless-shell",)  # table order
     with pytest.raises(SlurmGpuError, match=r"unknown package set gpu \(known: demo, test, browser\)"):
         packages_of(("demo", "gpu"))
+
+
+def _client(tmp_path: Path, name: str, body: str) -> str:
+    """A stand-in client program (the runner's retry is under test here, not Slurm)."""
+    exe = tmp_path / name
+    exe.write_text(f"#!/bin/sh\n{body}\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+QUICK = ClientWait(floor_s=0.5, max_scale=1.0, read_retries=1)
+
+
+def test_a_read_only_query_that_hangs_once_is_asked_again(tmp_path: Path):
+    from slurm_gpu.lab import clients
+
+    mark = tmp_path / "asked"
+    squeue = _client(tmp_path, "squeue", f'[ -e {mark} ] && echo RUNNING && exit 0; touch {mark}; exec sleep 30')
+    r = clients.run([squeue, "-h"], "/nonexistent/slurm.conf", timeout_s=0.5, wait=QUICK)
+    assert r.stdout.strip() == "RUNNING" and mark.exists()
+
+
+def test_a_write_is_never_repeated(tmp_path: Path):
+    from slurm_gpu.lab import clients
+
+    count = tmp_path / "count"
+    sbatch = _client(tmp_path, "sbatch", f"echo x >> {count}; exec sleep 30")
+    with pytest.raises(SlurmUnreachable, match=r"sbatch gave no answer within 0.5 s"):
+        clients.run([sbatch, "--parsable"], "/nonexistent/slurm.conf", timeout_s=0.5, wait=QUICK)
+    assert count.read_text().count("x") == 1
