@@ -773,12 +773,67 @@ local function internal(P, where, err)
   return SUCCESS
 end
 
-local function submit(P, job_desc)
+-- ---- heterogeneous jobs (mirror of slurm_gpu.policy.classifier.hetjob) ---------------------------
+-- slurmctld hands a hetjob's components to slurm_job_submit one at a time, in order (het_job_offset 0,
+-- 1, ...), all before it creates any of them, and never says how many follow (proc_req.c,
+-- _slurm_rpc_submit_batch_het_job). HET keeps what the job's earlier components asked: the kind of job
+-- (components 1+ carry no script, so only component 0 tells a batch job from a session), the first
+-- component that asks for GPUs, a CPU-only first component that fits no class (decided by the second),
+-- and the GPUs per QOS so far (the per-user cap counts every component).
+local HET = nil
+
+local function asks_for_gpus(r)
+  if r.oversized then return true end
+  return total_gpus(r) > 0 or (r.mps ~= nil and r.mps > 0) or (r.shards ~= nil and r.shards > 0)
+end
+
+local function cpu_part()  -- the CPU part of a GPU job: accepted, no class, nothing added
+  return { accepted = true, gpus = 0, options = {}, cpu_part = true }
+end
+
+local function het_state(job_desc, uid, r)
+  local k = count(job_desc, "het_job_offset", NO_VAL)
+  if k == nil then return nil end
+  if k == 0 then HET = { uid = uid, next = 0, interactive = r.interactive, gpus_at = nil, qos_gpus = {} } end
+  if not (HET and HET.uid == uid and HET.next == k) then HET = nil; return nil end
+  HET.next = k + 1
+  r.interactive = HET.interactive
+  return HET, k
+end
+
+-- The job-level rules on component k's decision d: nil to go on with d, or the decision to take.
+local function het_rules(P, het, k, r, d)
+  local gpus = asks_for_gpus(r)
+  local pending = het.pending
+  het.pending = nil
+  if pending and not gpus then return pending end  -- neither of the first two components asks for GPUs
+  if not d.accepted and d.key == "no_class" and not gpus then
+    if het.gpus_at then d = cpu_part()
+    elseif k == 0 then het.pending, d = d, cpu_part()
+    end
+  end
+  if gpus and not het.gpus_at then het.gpus_at = k end
+  local q = d.accepted and d.gpus > 0 and d.qos and P.qos[P.qos_index[d.qos]]
+  if q then
+    het.qos_gpus[d.qos] = (het.qos_gpus[d.qos] or 0) + d.gpus
+    local total = het.qos_gpus[d.qos]
+    if q.max_gpus_per_user and total > q.max_gpus_per_user then
+      return { accepted = false, key = "over_user_cap", qos = d.qos,
+               message = message(P, "over_user_cap", { gpus = total, qos = d.qos, limit = q.max_gpus_per_user }),
+               fix = "ask for at most " .. q.max_gpus_per_user .. " GPUs over the job's components in QOS " .. d.qos }
+    end
+  end
+  return d
+end
+
+local function submit(P, job_desc, uid)
   local SUCCESS = codes()
   local r = request_from_job_desc(job_desc, str(job_desc, "user_name"))
+  local het, k = het_state(job_desc, uid, r)
   local d = classify(P, r)
-  if not d.accepted then return rejected(P, d) end
-  apply(job_desc, d)
+  if het then d = het_rules(P, het, k, r, d) end
+  if not d.accepted then HET = nil; return rejected(P, d) end
+  if not d.cpu_part then apply(job_desc, d) end
   return SUCCESS
 end
 
@@ -822,7 +877,7 @@ local function modify(P, job_desc, job_rec, uid)
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)
-  local ok, rc = pcall(submit, P, job_desc)
+  local ok, rc = pcall(submit, P, job_desc, submit_uid)
   if ok then return rc end
   return internal(P, "slurm_job_submit", rc)
 end
@@ -835,7 +890,7 @@ end
 
 -- The pure parts, for the tests only (lupa sets SLURM_GPU_TEST to a table; slurmctld never does).
 if type(SLURM_GPU_TEST) == "table" then
-  SLURM_GPU_TEST.engine = { request_from_job_desc = request_from_job_desc, classify = classify,
+  SLURM_GPU_TEST.engine = { submit = submit, request_from_job_desc = request_from_job_desc, classify = classify,
     total_gpus = total_gpus, apply = apply, type_items = type_items, py_repr = py_repr, read_token = read_token,
     P = P }
 end

@@ -160,6 +160,7 @@ class Decision(NamedTuple):
     reasons: tuple[str, ...] = ()
     message: str | None = None  # why it was rejected (None when accepted)
     fix: str | None = None  # what to change so it is accepted
+    key: str | None = None  # the policy message key of a rejection ("no_class", "too_long", ...)
 
     def to_json(self) -> JsonObject:
         """The documented ``gpusub --explain --json`` contract (plus ``fix``)."""

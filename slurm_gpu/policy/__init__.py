@@ -20,7 +20,7 @@ _EXPORTS = {
     "Policy": "model", "GpuType": "model", "NodeType": "model", "Partition": "model", "Qos": "model",
     "JobClass": "model", "Match": "model", "Defaults": "model", "Isolation": "model",
     "load_policy": "load", "check_policy": "load", "CheckResult": "load",
-    "classify": "classifier",
+    "classify": "classifier", "classify_job": "classifier", "job_verdict": "classifier",
     "explain_lines": "explain",
     "estimate_vram": "vram", "fit_vram": "vram", "parse_param_count": "vram",
     "parse_duration_min": "durations", "parse_duration_s": "durations",

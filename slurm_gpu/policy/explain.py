@@ -10,7 +10,8 @@ def explain_lines(decision: Decision) -> list[str]:
     """The decision as short lines: verdict, placement, added options, warnings, then every reason."""
     d = decision
     if d.accepted:
-        lines = [f"accepted: class {d.job_class}, partition {d.partition}, qos {d.qos or '(default)'}, "
+        lines = [f"accepted: class {d.job_class or '(none)'}, partition {d.partition or '(default)'}, "
+                 f"qos {d.qos or '(default)'}, "
                  f"gres {d.gres or '(none)'}"]
         if d.added_options:
             lines.append("options added: " + " ".join(d.added_options))

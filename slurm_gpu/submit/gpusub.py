@@ -191,7 +191,8 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
         from slurm_gpu.adapters.policy_cache import load_policy_cached
 
         policy = load_policy_cached(path)
-        decisions = [policy_mod.classify(r, policy) for r in requests]  # each hetjob component on its own
+        # each hetjob component on its own, then the job-level rules (slurm_gpu.policy.classifier.hetjob)
+        decisions = list(policy_mod.classify_job(requests, policy))
     rejected = [d for d in decisions if not d.accepted]
     decision = rejected[0] if rejected else decisions[0]
     plan = None
@@ -441,6 +442,8 @@ def explain_payload(prep: Prepared) -> dict[str, Any]:
     data["warnings"] = all_warnings(prep)
     data["binding"] = prep.plan.to_json() if prep.plan is not None else None
     data["slurm_version"] = prep.spelling.label
+    if len(prep.component_decisions) > 1:  # a hetjob: each component's own decision, in order
+        data["components"] = [d.to_json() for d in prep.component_decisions]
     return data
 
 
@@ -449,7 +452,18 @@ def explain_text(prep: Prepared) -> list[str]:
     try:
         from slurm_gpu.policy import explain_lines
 
-        lines.extend(explain_lines(prep.decision))
+        parts = prep.component_decisions
+        if len(parts) > 1:  # a hetjob: the job's verdict, then each component's own decision
+            d = prep.decision
+            lines.append(f"accepted: a heterogeneous job of {len(parts)} components" if d.accepted else
+                         f"rejected: {d.message}")
+            if not d.accepted and d.fix:
+                lines.append(f"fix: {d.fix}")
+            for k, part in enumerate(parts):
+                lines.append(f"hetjob component {k}:")
+                lines.extend(f"  {line}" for line in explain_lines(part))
+        else:
+            lines.extend(explain_lines(prep.decision))
     except ImportError:
         d = prep.decision
         lines.append(f"{'accepted' if d.accepted else 'REJECTED'}: partition={d.partition} qos={d.qos} gres={d.gres}")
@@ -463,6 +477,8 @@ def explain_text(prep: Prepared) -> list[str]:
             lines.append("  srun:   " + " ".join(prep.plan.srun_options))
         if prep.plan.env:
             lines.append("  env:    " + " ".join(f"{k}={v}" for k, v in prep.plan.env))
+    elif prep.decision.accepted and len(prep.component_decisions) > 1:
+        lines.append("binding plan: none (a heterogeneous job: its steps choose with srun --het-group)")
     elif prep.decision.accepted and prep.decision.gpus == 0:
         lines.append("binding plan: none (no GPUs requested)")
     return lines

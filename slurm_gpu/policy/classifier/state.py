@@ -10,9 +10,9 @@ from slurm_gpu.request import JobRequest
 class Reject(Exception):
     """A step's rejection: the site's message and a fix for the user."""
 
-    def __init__(self, message: str, fix: str | None):
+    def __init__(self, message: str, fix: str | None, key: str | None = None):
         super().__init__(message)
-        self.message, self.fix = message, fix
+        self.message, self.fix, self.key = message, fix, key
 
 
 class State:
@@ -38,7 +38,7 @@ class State:
 
     def reject(self, key: str, fix: str | None = None, **values: object) -> Reject:
         full = {f: "" for f in MESSAGE_FIELDS[key]} | values
-        return Reject(self.policy.message(key, **full), fix)
+        return Reject(self.policy.message(key, **full), fix, key)
 
     def add(self, opt: str) -> None:
         if opt not in self.options:
