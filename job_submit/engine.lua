@@ -779,8 +779,11 @@ end
 -- _slurm_rpc_submit_batch_het_job). HET keeps what the job's earlier components asked: the kind of job
 -- (components 1+ carry no script, so only component 0 tells a batch job from a session), the first
 -- component that asks for GPUs, a CPU-only first component that fits no class (decided by the second),
--- and the GPUs per QOS so far (the per-user cap counts every component).
-local HET = nil
+-- and the GPUs per QOS so far (the per-user cap counts every component). One entry per submitting uid:
+-- slurmctld serialises the calls (one Lua state under lua_lock, 22.05 to 24.11) but another RPC's call
+-- may come between two components; an entry that does not continue (another offset, a reloaded script)
+-- is dropped and the component is classified alone.
+local HET = {}
 
 local function asks_for_gpus(r)
   if r.oversized then return true end
@@ -794,11 +797,13 @@ end
 local function het_state(job_desc, uid, r)
   local k = count(job_desc, "het_job_offset", NO_VAL)
   if k == nil then return nil end
-  if k == 0 then HET = { uid = uid, next = 0, interactive = r.interactive, gpus_at = nil, qos_gpus = {} } end
-  if not (HET and HET.uid == uid and HET.next == k) then HET = nil; return nil end
-  HET.next = k + 1
-  r.interactive = HET.interactive
-  return HET, k
+  local key = tostring(uid)  -- a string: any uid slurmctld (or a fuzzer) hands over is a valid key
+  if k == 0 then HET[key] = { next = 0, interactive = r.interactive, gpus_at = nil, qos_gpus = {} } end
+  local het = HET[key]
+  if not (het and het.next == k) then HET[key] = nil; return nil end
+  het.next = k + 1
+  r.interactive = het.interactive
+  return het, k, key
 end
 
 -- The job-level rules on component k's decision d: nil to go on with d, or the decision to take.
@@ -829,10 +834,13 @@ end
 local function submit(P, job_desc, uid)
   local SUCCESS = codes()
   local r = request_from_job_desc(job_desc, str(job_desc, "user_name"))
-  local het, k = het_state(job_desc, uid, r)
+  local het, k, key = het_state(job_desc, uid, r)
   local d = classify(P, r)
   if het then d = het_rules(P, het, k, r, d) end
-  if not d.accepted then HET = nil; return rejected(P, d) end
+  if not d.accepted then
+    if het then HET[key] = nil end
+    return rejected(P, d)
+  end
   if not d.cpu_part then apply(job_desc, d) end
   return SUCCESS
 end

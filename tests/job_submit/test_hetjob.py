@@ -210,3 +210,21 @@ def test_lua_decides_hetjobs_as_the_python_classifier(policy_name: str) -> None:
     assert seen["accepted"] and seen["rejected"], seen
     if policy_name == "university":
         assert seen["cpu part"], seen
+
+
+def test_calls_of_other_submissions_between_two_components():
+    """Another RPC's slurm_job_submit may come between two components (slurmctld holds only a read
+    lock over the loop): a plain job, or another user's hetjob, does not change what the plugin keeps
+    of this one; a component that does not continue what it kept is classified alone."""
+    plugin = Plugin(UNI)
+    _, mine = python_job([*SB, "-t60", "-n1", ":", "-t60", "-n1", "job.sh"], (22, 5, 8), UNI)  # CPU-only
+    _, other = python_job([*SB, "-t60", "--gpus=h100:1", ":", "-t60", "-n1", "job.sh"], (22, 5, 8), UNI)
+    _, plain = python_job([*SB, "-t60", "--gpus=h100:1", "job.sh"], (22, 5, 8), UNI)
+    assert plugin.submit(mine[0], uid=1001)[0] == 0  # pending: the second component decides
+    assert plugin.submit(plain[0], uid=1001)[0] == 0
+    assert plugin.submit(other[0], uid=1002)[0] == 0
+    rc, _, log = plugin.submit(mine[1], uid=1001)
+    assert rc != 0 and any(UNI.message("no_class") in text for kind, text in log if kind == "user")
+    assert plugin.submit(other[1], uid=1002)[0] == 0  # the other user's CPU part of a GPU job
+    rc, _, _ = plugin.submit(mine[1], uid=1001)  # offset 1 with nothing kept: classified alone
+    assert rc == 0  # (a session-like component without a script: the interactive class takes it)

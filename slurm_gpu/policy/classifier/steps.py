@@ -60,7 +60,8 @@ def classify(request: JobRequest, policy: Policy) -> Decision:
     except Reject as rej:
         st.reasons.append(f"rejected: {rej.message}")
         return Decision(False, job_class=_name_of(st.job_class), partition=_name_of(st.partition), qos=st.qos,
-                        warnings=tuple(st.warnings), reasons=tuple(st.reasons), message=rej.message, fix=rej.fix, key=rej.key)
+                        warnings=tuple(st.warnings), reasons=tuple(st.reasons), message=rej.message, fix=rej.fix,
+                        key=rej.key)
     except Exception as exc:  # totality: a bug must not crash gpusub; the message says so
         msg = f"internal classifier error in step {_name}: {type(exc).__name__}: {exc}"
         return Decision(False, reasons=(*st.reasons, msg), message=msg, fix="report this to the site admins")
