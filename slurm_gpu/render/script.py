@@ -422,12 +422,10 @@ def render_script(
     context = {
         "gpusub_version": __version__,
         "slurm_version": comment_text(spelling.label),
-        "decision": {
-            "job_class": comment_text((decision.job_class if decision is not None else None) or "-"),
-            "partition": comment_text((decision.partition if decision is not None else None) or "-"),
-            "qos": comment_text((decision.qos if decision is not None else None) or "-"),
-            "gres": comment_text((decision.gres if decision is not None else None) or "-"),
-        },
+        # a hetjob: each component's value, joined with "+" as Slurm names the components (J+0, J+1)
+        "decision": {field: "+".join(comment_text(getattr(d, field, None) or "-") for d in
+                                     (decisions if components > 1 else (decision,)))
+                     for field in ("job_class", "partition", "qos", "gres")},
         "isolation": comment_text(_isolation(plan, sub) or "-"),
         "directives": directives,
         "env": env,
