@@ -32,7 +32,8 @@ def test_explain_shows_each_component(tmp_path):
     assert (gpu["class"], gpu["partition"], gpu["qos"], gpu["gres"]) == ("production", "batch", "normal", "gpu:h100:1")
     text = gpusub("--explain", path, env_extra=POL).stdout
     assert text.startswith("accepted: a heterogeneous job of 2 components\n")
-    assert "hetjob component 0:\n  accepted: class (none)" in text and "hetjob component 1:\n  accepted: class production" in text
+    assert "hetjob component 0:\n  accepted: class (none)" in text
+    assert "hetjob component 1:\n  accepted: class production" in text
 
 
 def test_rendered_components_get_their_own_directives(tmp_path):
