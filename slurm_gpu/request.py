@@ -73,6 +73,8 @@ class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms le
     partitions: tuple[str, ...] = ()  # -p a,b: every partition, in order (``partition`` is the first)
     time_unlimited: bool = False  # -t UNLIMITED / INFINITE / 0 / -1: no limit (time_limit_min is None)
     nodelist_count: int | None = None  # -w: how many hosts it names (slurmctld's minimum node count without -N)
+    nodelist: tuple[str, ...] = ()  # -w: the hosts it names (each must be in the job's allocation)
+    exclude: tuple[str, ...] = ()  # -x: hosts the job may not use
     comment: str | None = None  # --comment: may carry the slurm-gpu MIG/MPS token (slurm_gpu.sharing.token)
 
     @property

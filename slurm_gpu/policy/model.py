@@ -259,6 +259,7 @@ DEFAULT_MESSAGES: dict[str, str] = {
     "fraction": "a GPU fraction of {fraction} cannot be served: {why}",
     "vram": "the model does not fit any GPU allocation in this policy: {why}",
     "bad_request": "invalid request: {why}",
+    "unservable": "no node of partition {partition} can run this job: {why}",
 }
 
 MESSAGE_FIELDS: dict[str, frozenset[str]] = {

@@ -315,6 +315,7 @@ class NodeRecord(NamedTuple):
     gres_used: tuple[GresCount, ...]
     reason: str = ""
     threads: int = 1  # ThreadsPerCore
+    features: tuple[str, ...] = ()  # AvailableFeatures (what --constraint is checked against)
 
 
 def _int(fields: Mapping[str, str], *keys: str) -> int:
@@ -335,11 +336,13 @@ def node_record(fields: Mapping[str, str]) -> NodeRecord:
                       sockets=_int(fields, "Sockets") or 1, cores_per_socket=_int(fields, "CoresPerSocket") or 1,
                       gres=parse_gres_counts(fields.get("Gres", "")),
                       gres_used=parse_gres_counts(fields.get("GresUsed", "")),
-                      reason=fields.get("Reason", ""), threads=_int(fields, "ThreadsPerCore") or 1)
+                      reason=fields.get("Reason", ""), threads=_int(fields, "ThreadsPerCore") or 1,
+                      features=tuple(f for f in fields.get("AvailableFeatures", "").split(",")
+                                     if f and f != "(null)"))
 
 
 _NODE_KEYS = re.compile(r"(?:^| )(NodeName|State|Partitions|CPUTot|CPUEfctv|CPUAlloc|RealMemory|AllocMem|Sockets|"
-                        r"CoresPerSocket|ThreadsPerCore|Gres|GresUsed)=(\S*)")
+                        r"CoresPerSocket|ThreadsPerCore|Gres|GresUsed|AvailableFeatures)=(\S*)")
 _REASON = re.compile(r" Reason=(.*?)(?= [A-Za-z_/:]+=|$)")
 
 

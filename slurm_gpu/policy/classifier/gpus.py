@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from slurm_gpu.policy.classifier.fit import candidates, type_fits
 from slurm_gpu.policy.classifier.state import State, hint
 from slurm_gpu.policy.model import Partition
 from slurm_gpu.units import parse_mig_profile
@@ -40,7 +41,20 @@ def fraction(st: State, part: Partition) -> None:
         if profile:
             cands = [c for c in cands if c[3] == profile]
         fits = [c for c in cands if c[0] / 7 >= f - 1e-9]
-        if fits:
+        nodes = candidates(st, part)
+        served = [c for c in fits if any(n.count("gpu", f"{c[2]}_{c[3]}") for n in nodes)]
+        if fits and not served and not st.mig_profile and nodes:
+            # the policy routes the fraction to slices no node has: say so (policy check flags it too)
+            slices_named = ", ".join(f"{c[2]}_{c[3]}" for c in fits)
+            st.reasons.append(f"GPU fraction {f:g}: the policy's MIG slices ({slices_named}) are on no node of "
+                              f"partition {part.name}")
+            if mode == "mig":
+                raise st.reject("fraction", "ask for a whole GPU (--gpus=<type>:1), or ask the site to configure "
+                                "the MIG slices", fraction=f, why=f"no node of partition {part.name} has a MIG slice "
+                                f"that covers it ({slices_named} are configured nowhere there)")
+        elif served:
+            fits = served
+        if fits and (served or st.mig_profile or not nodes):
             slices, _, t, prof = fits[0]
             st.gpu_type, st.gpus = t, 1
             st.gres = f"gpu:{t}_{prof}:1"  # Slurm MIG type: a100_3g.40gb
@@ -63,8 +77,8 @@ def fraction(st: State, part: Partition) -> None:
     st.reasons.append(f"GPU fraction {f:g} -> MPS share of {pct}%")
 
 
-def _resolve_type(st: State, part: Partition) -> str:
-    pol, d = st.policy, st.policy.defaults
+def _resolve_type(st: State, part: Partition) -> str | None:
+    pol, d, r = st.policy, st.policy.defaults, st.request
     offered = list(pol.partition_gpu_types(part.name))
     if st.gpu_type:
         if pol.gpu_type(st.gpu_type) is None:
@@ -82,12 +96,35 @@ def _resolve_type(st: State, part: Partition) -> str:
     fix = f"name the type: --gpus={'|'.join(offered) or '<type>'}:{st.gpus}"
     if d.untyped_gpus == "reject":
         raise st.reject("untyped_gpu", fix, gpus=st.gpus, partition=part.name)
-    for source, t in (("partition default", part.default_gpu_type), ("policy default", d.gpu_type),
-                      ("only type in partition", offered[0] if len(offered) == 1 else None)):
-        if t and t in offered:
+    fitting = [t for t in offered if type_fits(st, part, t)]
+    preferred = [(src, t) for src, t in (("partition default", part.default_gpu_type), ("policy default", d.gpu_type))
+                 if t and t in offered]
+    narrowed = bool(r.constraint or r.nodelist or r.exclude)
+    for source, t in preferred + [("only type in partition", offered[0])] * (len(offered) == 1):
+        if t in fitting:
             st.reasons.append(f"GPU type {t}: untyped request resolved ({source}) so typed QOS limits apply")
             return t
+    if fitting and (preferred or len(fitting) == 1):
+        t = fitting[0]  # the policy's order among the types whose nodes meet -C / -w / -x
+        st.reasons.append(f"GPU type {t}: untyped request resolved (the first type of {part.name} whose nodes "
+                          f"meet {_narrowing(r)}) so typed QOS limits apply")
+        return t
+    if not fitting and (preferred or len(offered) == 1) and narrowed:
+        st.reasons.append(f"GPU type: none of {', '.join(offered) or '(none)'} in {part.name} has nodes that meet "
+                          f"{_narrowing(r)}; the request stays untyped (Slurm picks the GPUs)")
+        return None
+    if not fitting and (preferred or len(offered) == 1):
+        t = (preferred or [("", offered[0])])[0][1]  # no node data for the type: the policy's choice stands
+        st.reasons.append(f"GPU type {t}: untyped request resolved so typed QOS limits apply")
+        return t
     raise st.reject("untyped_gpu", fix, gpus=st.gpus, partition=part.name)
+
+
+def _narrowing(r: object) -> str:
+    bits = [f"--constraint={getattr(r, 'constraint')}" if getattr(r, "constraint", None) else "",
+            "-w " + ",".join(getattr(r, "nodelist")) if getattr(r, "nodelist", ()) else "",
+            "-x " + ",".join(getattr(r, "exclude")) if getattr(r, "exclude", ()) else ""]
+    return " ".join(b for b in bits if b) or "the request"
 
 
 def several_types(st: State, part: Partition, types: list[str]) -> None:
@@ -132,12 +169,17 @@ def whole_gpus(st: State, part: Partition) -> None:
     if q is not None:
         st.reasons.append(f"qos {q.name}: {st.gpus} GPUs within max_gpus_per_job "
                           f"{q.max_gpus_per_job if q.max_gpus_per_job is not None else 'unlimited'}")
-    per_node_max, capacity = pol.gpu_capacity(part.name, t)
+    if t is None:  # left untyped (no type's nodes meet -C/-w/-x): every GPU of the partition counts
+        caps = [pol.gpu_capacity(part.name, x) for x in pol.partition_gpu_types(part.name)] or [(0, 0)]
+        per_node_max, capacity = max(c[0] for c in caps), sum(c[1] for c in caps)
+    else:
+        per_node_max, capacity = pol.gpu_capacity(part.name, t)
     if st.gpus > capacity:
         raise st.reject("too_big", f"ask for at most {capacity} {t} GPUs", gpus=st.gpus, gpu_type=t,
                         partition=part.name, capacity=capacity)
     # -N fixes the node count; else as many as the GPUs need, at least the nodes -w / -n name
-    nodes = r.nodes or max(r.node_min or 1, math.ceil(st.gpus / per_node_max))
+    nodes = r.nodes or max(r.node_min or 1, math.ceil(st.gpus / max(per_node_max, 1)))
+    st.nodes_needed = nodes
     if r.gpus_per_node is not None and r.gpus is None:
         per = r.gpus_per_node
     elif st.gpus % nodes:
@@ -150,12 +192,12 @@ def whole_gpus(st: State, part: Partition) -> None:
     if per > per_node_max:
         raise st.reject("too_big", f"use at most {per_node_max} GPUs per node (add nodes)", gpus=per,
                         gpu_type=t, partition=part.name, capacity=per_node_max)
-    st.gres = f"gpu:{t}:{per}"
+    st.gres = f"gpu:{t}:{per}" if t else f"gpu:{per}"
     st.reasons.append(f"gres {st.gres} on {nodes} node(s)")
     if any(v is not None for v in (r.gpus, r.gpus_per_node, r.gpus_per_task, r.gpus_per_socket, r.ntasks_per_gpu)):
         # the request's own GPU options stay as written (the renderer adds the type to untyped ones):
         # another count form next to them would ask twice, and Slurm lays the GPUs out over the nodes
-        st.reasons.append(f"GPU options kept as written, typed {t}")
+        st.reasons.append(f"GPU options kept as written, typed {t}" if t else "GPU options kept as written, untyped")
         return
     st.add(f"--gres={st.gres}")  # GPUs the policy chose (the VRAM fit): the request named none
     if r.nodes is None and nodes > 1:

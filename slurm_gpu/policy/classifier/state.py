@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from slurm_gpu.policy.model import MESSAGE_FIELDS, JobClass, Partition, Policy
+from slurm_gpu.policy.nodes import Inventory
 from slurm_gpu.request import JobRequest
 
 
@@ -19,11 +20,13 @@ class State:
     """One classification's working state (a plain class: a dataclass costs gpusub ~1 ms at import)."""
 
     __slots__ = ("request", "policy", "reasons", "warnings", "options", "gpus", "gpu_type", "fraction",
-                 "job_class", "partition", "qos", "gres", "mig_profile")
+                 "job_class", "partition", "qos", "gres", "mig_profile", "inventory", "nodes_needed")
 
-    def __init__(self, request: JobRequest, policy: Policy) -> None:
+    def __init__(self, request: JobRequest, policy: Policy, inventory: Inventory) -> None:
         self.request = request
         self.policy = policy
+        self.inventory = inventory  # what the nodes offer (policy.nodes): the policy's, or the live cluster's
+        self.nodes_needed = 1  # resolve_gpus: the fewest nodes the job's GPUs need
         self.reasons: list[str] = []
         self.warnings: list[str] = []
         self.options: list[str] = []  # sbatch options to add, in order, each once

@@ -20,8 +20,12 @@ Steps do no I/O and never read the environment.
    enforcement), are checked against the QOS and partition and split evenly over nodes. Sets ``gres``.
 6. ``check_sharing`` -- the slurm-gpu MIG/MPS token in the job's comment (gpusub --mig/--mps): whole
    GPUs of one type, a dynamic-MIG node type and offered profiles, or an MPS share within the policy.
-7. ``set_time`` -- the time limit: the user's within partition and QOS limits, or the default.
-8. ``apply_defaults`` -- memory per GPU, CPUs per GPU, the class's options, checkpointing.
+7. ``check_nodes`` -- the one verdict: the request against what the nodes offer (the inventory: the
+   policy's nodes, or the live cluster's records): enough nodes of the partition (``-w``, ``-x``) that
+   each hold the gres asked per node (GPU types and counts, several types on one node, MIG slices,
+   shards, MPS), the CPUs and memory per node where known, and meet ``--constraint``.
+8. ``set_time`` -- the time limit: the user's within partition and QOS limits, or the default.
+9. ``apply_defaults`` -- memory per GPU, CPUs per GPU, the class's options, checkpointing.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from slurm_gpu.policy.classifier.checks import check_request, fit_vram
+from slurm_gpu.policy.classifier.fit import check_nodes
 from slurm_gpu.policy.classifier.gpus import resolve_gpus
 from slurm_gpu.policy.classifier.limits import apply_defaults, set_time
 from slurm_gpu.policy.classifier.match import match_class
@@ -36,6 +41,7 @@ from slurm_gpu.policy.classifier.place import place
 from slurm_gpu.policy.classifier.sharing import check_sharing
 from slurm_gpu.policy.classifier.state import Reject, State
 from slurm_gpu.policy.model import Policy
+from slurm_gpu.policy.nodes import Inventory, policy_inventory
 from slurm_gpu.request import Decision, JobRequest
 
 Step = Callable[[State], None]
@@ -46,14 +52,16 @@ STEPS: tuple[tuple[str, Step], ...] = (
     ("place", place),
     ("resolve_gpus", resolve_gpus),
     ("check_sharing", check_sharing),
+    ("check_nodes", check_nodes),
     ("set_time", set_time),
     ("apply_defaults", apply_defaults),
 )
 
 
-def classify(request: JobRequest, policy: Policy) -> Decision:
-    """Run every step in order: pure, deterministic and total (a bug becomes a rejection that says so)."""
-    st = State(request, policy)
+def classify(request: JobRequest, policy: Policy, inventory: Inventory | None = None) -> Decision:
+    """Run every step in order: pure, deterministic and total (a bug becomes a rejection that says so).
+    ``inventory``: what the nodes offer (the live cluster's node records); None: the policy's own nodes."""
+    st = State(request, policy, inventory if inventory is not None else _policy_nodes(policy))
     try:
         for _name, step in STEPS:
             step(st)
@@ -68,6 +76,21 @@ def classify(request: JobRequest, policy: Policy) -> Decision:
     return Decision(True, job_class=_name_of(st.job_class), partition=_name_of(st.partition), qos=st.qos,
                     gres=st.gres, gpu_type=st.gpu_type, gpus=st.gpus, added_options=tuple(st.options),
                     warnings=tuple(st.warnings), reasons=tuple(st.reasons))
+
+
+_INVENTORIES: dict[int, tuple[Policy, Inventory]] = {}
+
+
+def _policy_nodes(policy: Policy) -> Inventory:
+    """The policy's nodes, derived once per policy object (a cache of pure results, keyed by identity)."""
+    hit = _INVENTORIES.get(id(policy))
+    if hit is not None and hit[0] is policy:
+        return hit[1]
+    inv = policy_inventory(policy)
+    if len(_INVENTORIES) > 16:
+        _INVENTORIES.clear()
+    _INVENTORIES[id(policy)] = (policy, inv)
+    return inv
 
 
 def _name_of(obj: object) -> str | None:

@@ -94,8 +94,17 @@ def to_job_request(sub: Submission, user: str | None = None, groups: Iterable[st
         partitions=partitions,
         time_unlimited=time_text is not None and time_min is None,
         nodelist_count=len(sv.parse_nodelist(hosts)) if (hosts := get("nodelist")) else None,
+        nodelist=_hosts(hosts),
+        exclude=_hosts(get("exclude")),
         comment=get("comment"),
     )
 
 
 __all__ = ["to_job_request", "gpu_forms", "check_gpu_options", "GpuForms"]
+
+
+def _hosts(text: str | None) -> tuple[str, ...]:
+    """-w / -x: the names (a file name, which sbatch reads when the text has a slash, is not expanded)."""
+    if not text or "/" in text:
+        return ()
+    return sv.parse_nodelist(text)
