@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from slurm_gpu.slurm.records import NodeRecord
 
 
+UNKNOWN_COUNT = 1 << 30  # the count of a gres the source does not know: never refused for it
+
+
 class NodeOffer(NamedTuple):
     name: str
     partitions: tuple[str, ...]
@@ -28,9 +31,17 @@ class NodeOffer(NamedTuple):
     gres: tuple[tuple[str, str | None, int], ...]  # (gpu|shard|mps, type or None, count per node)
     cpus: int | None = None
     memory_mb: int | None = None
+    # the node's GPU type when its MIG slices are not known (a MIG-capable type in a node type without a
+    # static layout, from the policy alone: Slurm's NVML detection may find slices the policy does not name)
+    mig_unknown: str | None = None
+    unknown: frozenset[str] = frozenset()  # gres the source does not know (the policy: mps, which emit never writes)
 
     def count(self, name: str, gtype: str | None = None) -> int:
         """This node's count of gres ``name`` (of ``gtype``; None: of every type)."""
+        if name == "gpu" and gtype and self.mig_unknown and gtype.startswith(self.mig_unknown + "_"):
+            return 7 * self.count("gpu", self.mig_unknown)  # not known: not refused
+        if name in self.unknown:
+            return UNKNOWN_COUNT
         return sum(n for g, t, n in self.gres if g == name and (gtype is None or t == gtype))
 
 
@@ -85,10 +96,13 @@ def policy_inventory(policy: Policy) -> Inventory:
         parts = tuple(p.name for p in policy.partitions if nt.name in p.node_types)
         feats = frozenset(node_type_features(policy, nt))
         gres = node_type_gres(nt)
+        g = policy.gpu_type(nt.gpu_type) if nt.gpu_type else None
+        unknown = nt.gpu_type if g is not None and g.mig_capable and nt.mig_mode != "static" else None
         for name in nt.nodes:
             if name not in seen:
                 seen.add(name)
-                nodes.append(NodeOffer(name, parts, feats, gres))
+                nodes.append(NodeOffer(name, parts, feats, gres, mig_unknown=unknown,
+                                       unknown=frozenset({"mps"}) if gres else frozenset()))
     return Inventory(tuple(nodes), "policy")
 
 

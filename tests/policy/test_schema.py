@@ -149,7 +149,7 @@ def test_classifier_steps_are_a_stable_table() -> None:
 
     names = tuple(n for n, _ in STEPS)
     assert names == ("check_request", "fit_vram", "match_class", "place", "resolve_gpus", "check_sharing",
-                     "set_time", "apply_defaults")
+                     "check_nodes", "set_time", "apply_defaults")
     with open(os.path.join(HERE, "..", "..", "docs", "policy.md"), encoding="utf-8") as fh:
         doc = fh.read()
     for n, fn in STEPS:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from slurm_gpu.policy.classifier.state import State
 from slurm_gpu.policy.model import Partition
 from slurm_gpu.policy.nodes import NodeOffer, describe
-from slurm_gpu.slurm.constraint import Term, features_of, fits, has_count, holds, parse_constraint
+from slurm_gpu.policy.constraint import Term, features_of, fits, has_count, holds, parse_constraint
 
 
 def constraint_term(st: State) -> Term | None:
