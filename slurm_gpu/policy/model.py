@@ -260,6 +260,7 @@ DEFAULT_MESSAGES: dict[str, str] = {
     "vram": "the model does not fit any GPU allocation in this policy: {why}",
     "bad_request": "invalid request: {why}",
     "unservable": "no node of partition {partition} can run this job: {why}",
+    "unknown_account": "account {account!r} is not one of {user}'s Slurm accounts",
 }
 
 MESSAGE_FIELDS: dict[str, frozenset[str]] = {

@@ -48,6 +48,7 @@ class NodeOffer(NamedTuple):
 class Inventory(NamedTuple):
     nodes: tuple[NodeOffer, ...]
     source: str  # "policy" (what admin emit renders) or "cluster" (scontrol show node)
+    accounts: frozenset[str] | None = None  # the user's Slurm accounts (sacctmgr), when known
 
     def in_partition(self, partition: str) -> tuple[NodeOffer, ...]:
         return tuple(n for n in self.nodes if partition in n.partitions)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the types only: nothing is imported at run time for them
     from slurm_gpu.adapters.slurm import SbatchCli
     from slurm_gpu.placement.plan import BindingPlan, NodeLayout
     from slurm_gpu.policy.model import Policy
+    from slurm_gpu.policy.nodes import Inventory
     from slurm_gpu.ports import SlurmClient
     from slurm_gpu.render.checkpoint import CheckpointSettings
     from slurm_gpu.render.script import RenderedScript
@@ -191,8 +192,11 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
         from slurm_gpu.adapters.policy_cache import load_policy_cached
 
         policy = load_policy_cached(path)
+        inventory = node_inventory(env, backend)
+        if inventory is not None and inventory.source == "cluster" and user and any(r.account for r in requests):
+            inventory = inventory._replace(accounts=user_accounts(backend, user))
         # each hetjob component on its own, then the job-level rules (slurm_gpu.policy.classifier.hetjob)
-        decisions = list(policy_mod.classify_job(requests, policy))
+        decisions = list(policy_mod.classify_job(requests, policy, inventory))
     rejected = [d for d in decisions if not d.accepted]
     decision = rejected[0] if rejected else decisions[0]
     plan = None
@@ -204,6 +208,42 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
     if decision.accepted and policy is not None and request.constraint:
         decision = _with_constraint_warnings(decision, request, policy)
     return Prepared(sub, request, decision, plan, spelling, policy, script_text, tuple(decisions))
+
+
+NODE_SOURCES = ("cluster", "policy", "off")  # $GPUSUB_NODES: where the classifier's node data comes from
+
+
+def node_inventory(env: Mapping[str, str], backend: SlurmClient) -> Inventory | None:
+    """What the nodes offer, for the classifier's check_nodes step and type resolution: the live
+    cluster's node records (``scontrol show node -o`` through the backend) when Slurm answers, else None
+    (the policy's own nodes). ``GPUSUB_NODES=policy`` uses the policy's nodes without asking Slurm;
+    ``GPUSUB_NODES=off`` decides without node data (what the policy alone would submit)."""
+    from slurm_gpu.policy.nodes import Inventory, records_inventory
+
+    source = env.get("GPUSUB_NODES") or "cluster"
+    if source not in NODE_SOURCES:
+        raise UsageError(f"GPUSUB_NODES={source}: one of {', '.join(NODE_SOURCES)}")
+    if source == "off":
+        return Inventory((), "off")
+    if source == "policy":
+        return None
+    try:
+        text = backend.nodes_text()
+    except (SubmitError, OSError, AttributeError, NotImplementedError):
+        return None
+    from slurm_gpu.slurm.records import read_node_records
+
+    nodes = read_node_records(text).nodes
+    return records_inventory(nodes) if nodes else None
+
+
+def user_accounts(backend: SlurmClient, user: str) -> frozenset[str] | None:
+    """The user's Slurm accounts (sacctmgr), or None when accounting does not answer."""
+    try:
+        text = backend.accounts_text(user)  # type: ignore[attr-defined]
+    except (SubmitError, OSError, AttributeError, NotImplementedError):
+        return None
+    return frozenset(line.strip() for line in text.splitlines() if line.strip()) or None
 
 
 def _with_sharing(sub: Any, env: Mapping[str, str]) -> Any:

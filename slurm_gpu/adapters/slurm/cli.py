@@ -198,6 +198,10 @@ class SbatchCli:
             raise self._fail("squeue --json", err)
         return out
 
+    def accounts_text(self, user: str) -> str:
+        """``sacctmgr -nP show assoc user=USER format=account``: the user's accounts, one a line."""
+        return self._text(["sacctmgr", "-nP", "show", "assoc", f"user={user}", "format=account"])
+
     def partitions_text(self) -> str:
         """``scontrol show partition -o`` (JobDefaults=DefCpuPerGPU=…,DefMemPerGPU=…)."""
         return self._text([self.scontrol, "show", "partition", "-o"])

@@ -90,6 +90,10 @@ def check_nodes(st: State) -> None:
     known, and that meet the constraint. Refuses what ``sbatch --test-only`` refuses, with the reason."""
     r, part = st.request, st.partition
     assert part is not None  # place ran
+    accounts = st.inventory.accounts
+    if r.account and accounts and r.account not in accounts:
+        raise st.reject("unknown_account", f"use --account={'|'.join(sorted(accounts))}", account=r.account,
+                        user=r.user or "the user")
     if not st.inventory.nodes:
         return  # nothing known about the nodes: Slurm judges
     needs = _needs(st)

@@ -96,7 +96,7 @@ def _resolve_type(st: State, part: Partition) -> str | None:
     fix = f"name the type: --gpus={'|'.join(offered) or '<type>'}:{st.gpus}"
     if d.untyped_gpus == "reject":
         raise st.reject("untyped_gpu", fix, gpus=st.gpus, partition=part.name)
-    fitting = [t for t in offered if type_fits(st, part, t)]
+    fitting = [t for t in offered if not st.inventory.nodes or type_fits(st, part, t)]
     preferred = [(src, t) for src, t in (("partition default", part.default_gpu_type), ("policy default", d.gpu_type))
                  if t and t in offered]
     narrowed = bool(r.constraint or r.nodelist or r.exclude)

@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from slurm_gpu.policy.classifier.steps import classify
 from slurm_gpu.policy.model import Policy
+from slurm_gpu.policy.nodes import Inventory
 from slurm_gpu.request import Decision, JobRequest
 
 
@@ -51,9 +52,11 @@ def _over_cap(policy: Policy, d: Decision, total: int, limit: int, k: int) -> De
                     key="over_user_cap")
 
 
-def classify_job(requests: Sequence[JobRequest], policy: Policy) -> tuple[Decision, ...]:
-    """One Decision per component (a plain job: one). Pure and total, as :func:`classify`."""
-    decisions = [classify(r, policy) for r in requests]
+def classify_job(requests: Sequence[JobRequest], policy: Policy,
+                 inventory: Inventory | None = None) -> tuple[Decision, ...]:
+    """One Decision per component (a plain job: one). Pure and total, as :func:`classify`;
+    ``inventory``: what the nodes offer (policy.nodes), None: the policy's own nodes."""
+    decisions = [classify(r, policy, inventory) for r in requests]
     if len(requests) < 2:
         return tuple(decisions)
     gpus = [asks_for_gpus(r) for r in requests]
