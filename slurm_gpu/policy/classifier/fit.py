@@ -11,9 +11,9 @@ job_submit/engine.lua, over the policy's nodes.
 from __future__ import annotations
 
 from slurm_gpu.policy.classifier.state import State
+from slurm_gpu.policy.constraint import Term, features_of, fits, has_count, holds, parse_constraint
 from slurm_gpu.policy.model import Partition
 from slurm_gpu.policy.nodes import NodeOffer, describe
-from slurm_gpu.policy.constraint import Term, features_of, fits, has_count, holds, parse_constraint
 
 
 def constraint_term(st: State) -> Term | None:
@@ -126,7 +126,7 @@ def check_nodes(st: State) -> None:
     if len(serving) >= want:
         st.reasons.append(f"nodes: {len(serving)} node(s) of {part.name} can run it"
                           + (f" ({_need_text(needs)} per node)" if needs else "")
-                          + (f" (the {st.inventory.source}'s node records)" if st.inventory.source == "cluster" else ""))
+                          + (" (the cluster's node records)" if st.inventory.source == "cluster" else ""))
         return
     what = []
     if needs:

@@ -5,11 +5,15 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from slurm_gpu.policy.classifier.fit import candidates, type_fits
 from slurm_gpu.policy.classifier.state import State, hint
 from slurm_gpu.policy.model import Partition
 from slurm_gpu.units import parse_mig_profile
+
+if TYPE_CHECKING:
+    from slurm_gpu.request import JobRequest
 
 
 def _mig_candidates(st: State, part: Partition) -> list[tuple[int, int, str, str]]:
@@ -120,10 +124,10 @@ def _resolve_type(st: State, part: Partition) -> str | None:
     raise st.reject("untyped_gpu", fix, gpus=st.gpus, partition=part.name)
 
 
-def _narrowing(r: object) -> str:
-    bits = [f"--constraint={getattr(r, 'constraint')}" if getattr(r, "constraint", None) else "",
-            "-w " + ",".join(getattr(r, "nodelist")) if getattr(r, "nodelist", ()) else "",
-            "-x " + ",".join(getattr(r, "exclude")) if getattr(r, "exclude", ()) else ""]
+def _narrowing(r: JobRequest) -> str:
+    bits = [f"--constraint={r.constraint}" if r.constraint else "",
+            "-w " + ",".join(r.nodelist) if r.nodelist else "",
+            "-x " + ",".join(r.exclude) if r.exclude else ""]
     return " ".join(b for b in bits if b) or "the request"
 
 
