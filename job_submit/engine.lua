@@ -486,6 +486,7 @@ local function whole_gpus(st, part)
       { gpus = per, gpu_type = t, partition = part.name, capacity = per_node_max })
   end
   st.gres = "gpu:" .. t .. ":" .. py_str(per)
+  st.nodes_needed = nodes
   st.type_untyped = r.gpu_type == nil  -- the request's own forms get the type (as gpusub writes them)
   return nil
 end
@@ -658,6 +659,55 @@ local function apply_defaults(st)
   return nil
 end
 
+-- ---- check_nodes: the request against what the policy's nodes offer (mirror of policy/classifier/fit.py,
+-- over the policy's nodes only; --constraint, -w and -x are left to slurmctld here) ----
+
+local function node_count(n, name, gtype)  -- mirror of NodeOffer.count
+  if name == "gpu" and gtype and n.mig_unknown and ssub(gtype, 1, #n.mig_unknown + 1) == n.mig_unknown .. "_" then
+    return 7 * node_count(n, "gpu", n.mig_unknown)
+  end
+  if n.unknown and n.unknown[name] then return 1073741824 end
+  local c = 0
+  for _, g in ipairs(n.gres) do
+    if g[1] == name and (gtype == nil or g[2] == gtype) then c = c + g[3] end
+  end
+  return c
+end
+
+local function check_nodes(st)
+  local r, P, part = st.r, st.P, st.partition
+  if not P.nodes or #P.nodes == 0 then return nil end
+  local needs = {}
+  for _, item in ipairs(split(st.gres or "", ",")) do
+    local bits = split(item, ":")
+    if #bits == 3 and tonumber(bits[3]) then needs[#needs + 1] = { bits[1], bits[2], tonumber(bits[3]) }
+    elseif #bits == 2 and tonumber(bits[2]) then needs[#needs + 1] = { bits[1], nil, tonumber(bits[2]) } end
+  end
+  local has = {}
+  for _, nd in ipairs(needs) do has[nd[1]] = true end
+  if r.shards and r.shards > 0 and not has.shard then needs[#needs + 1] = { "shard", nil, r.shards } end
+  if r.mps and r.mps > 0 and not has.mps then needs[#needs + 1] = { "mps", nil, r.mps } end
+  if #needs == 0 then return nil end
+  local serving = 0
+  for _, n in ipairs(P.nodes) do
+    if n.partitions[part.name] then
+      local ok = true
+      for _, nd in ipairs(needs) do
+        if node_count(n, nd[1], nd[2]) < nd[3] then ok = false; break end
+      end
+      if ok then serving = serving + 1 end
+    end
+  end
+  local want = math.max(st.nodes_needed or 1, r.node_min or 1)
+  if serving >= want then return nil end
+  local texts = {}
+  for _, nd in ipairs(needs) do
+    texts[#texts + 1] = nd[1] .. ":" .. (nd[2] and (nd[2] .. ":") or "") .. py_str(nd[3])
+  end
+  return reject(st, "unservable", "ask for what these nodes offer", { partition = part.name,
+    why = want .. " node(s) with " .. table.concat(texts, ",") .. " per node needed, " .. serving .. " found" })
+end
+
 local STEPS = {
   { "check_request", check_request },
   { "fit_vram", fit_vram },
@@ -665,6 +715,7 @@ local STEPS = {
   { "place", place },
   { "resolve_gpus", resolve_gpus },
   { "check_sharing", check_sharing },
+  { "check_nodes", check_nodes },
   { "set_time", set_time },
   { "apply_defaults", apply_defaults },
 }

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from slurm_gpu.policy.classifier.steps import STEPS
 from slurm_gpu.policy.model import DEFAULT_MESSAGES, Policy
+from slurm_gpu.policy.nodes import policy_inventory
 from slurm_gpu.units import parse_mig_profile
 
 if TYPE_CHECKING:
@@ -145,6 +146,10 @@ def policy_table(policy: Policy) -> JsonObject:
         "mig_offer": {g.name: [q for q in (g.mig_profiles if g.mig_capable else ())
                                if not iso.mig_profiles or q in iso.mig_profiles] for g in policy.gpu_types},
         "partitions": parts,
+        # check_nodes: the policy's nodes as admin emit renders them (policy.nodes.policy_inventory)
+        "nodes": [{"name": n.name, "partitions": {p: True for p in n.partitions},
+                   "gres": [[g, t, c] for g, t, c in n.gres], "mig_unknown": n.mig_unknown,
+                   "unknown": {u: True for u in sorted(n.unknown)}} for n in policy_inventory(policy).nodes],
         "partition_names": [p.name for p in policy.partitions],
         "partition_index": {p.name: i + 1 for i, p in enumerate(policy.partitions)},
         "qos": [{"name": q.name, "max_gpus_per_job": q.max_gpus_per_job, "max_gpus_per_user": q.max_gpus_per_user,
