@@ -40,6 +40,13 @@ def check(file: str, as_json: bool, live: bool) -> None:
             inv = live_inventory()
             if inv is not None:
                 warnings += live_warnings(result.policy, inv.partitions, inv.qos, inv.gpu_types)
+                from slurm_gpu.adapters.slurm.inventory import live_node_records
+                from slurm_gpu.policy.lint import unserved_slices
+                from slurm_gpu.policy.nodes import records_inventory
+
+                records = live_node_records()
+                if records:
+                    warnings += unserved_slices(result.policy, records_inventory(records))
     if as_json:
         click.echo(json.dumps({"valid": result.ok, "file": file, "errors": list(result.errors),
                                "warnings": warnings}, indent=2))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from slurm_gpu.policy.model import JobClass, Match, Policy
+from slurm_gpu.policy.nodes import Inventory
 
 if TYPE_CHECKING:
     from slurm_gpu.policy.validate import Context
@@ -97,4 +98,31 @@ def live_warnings(policy: Policy, partitions: tuple[str, ...], qos: tuple[str, .
     used = sorted({nt.gpu_type for nt in policy.node_types if nt.gpu_type})
     out += [f"gpu_types.{t}: no node of the live cluster has gres gpu:{t} (sinfo -o %G)" for t in used
             if t not in gpu_types]
+    return out
+
+
+def unserved_slices(policy: Policy, inventory: Inventory) -> list[str]:
+    """Warnings for MIG slices the policy routes fractions to (its MIG-capable types' allowed profiles,
+    per partition) that no node of the partition offers in ``inventory`` (the live cluster's records)."""
+    iso = policy.isolation
+    out: list[str] = []
+    if iso.fraction_mode == "reject":
+        return out
+    for part in policy.partitions:
+        nodes = inventory.in_partition(part.name)
+        if not nodes:
+            continue
+        missing = []
+        for t in policy.partition_gpu_types(part.name):
+            g = policy.gpu_type(t)
+            if g is None or not g.mig_capable:
+                continue
+            for prof in g.mig_profiles:
+                if (not iso.mig_profiles or prof in iso.mig_profiles) and not any(
+                        n.count("gpu", f"{t}_{prof}") for n in nodes):
+                    missing.append(f"{t}_{prof}")
+        if missing:
+            out.append(f"partitions.{part.name}: the policy routes GPU fractions to MIG slices "
+                       f"{', '.join(missing)} that no node of the partition offers (scontrol show node); "
+                       "gpusub --gpu-fraction is refused there until the nodes carry them")
     return out

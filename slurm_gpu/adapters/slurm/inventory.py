@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from slurm_gpu.adapters.slurm.runner import run_slurm
 from slurm_gpu.errors import SlurmGpuError
+from slurm_gpu.slurm.records import NodeRecord
 
 TIMEOUT_S = 3.0
 
@@ -46,6 +47,14 @@ def parse_gres_types(text: str) -> tuple[str, ...]:
             if len(parts) >= 3 and parts[0] == "gpu" and parts[1] not in types:
                 types.append(parts[1])
     return tuple(types)
+
+
+def live_node_records(timeout_s: float = TIMEOUT_S) -> tuple[NodeRecord, ...] | None:
+    """``scontrol show node -o``'s nodes, or None when Slurm does not answer."""
+    from slurm_gpu.slurm.records import read_node_records
+
+    text = _out(["scontrol", "show", "node", "-o"], timeout_s)
+    return None if text is None else read_node_records(text).nodes
 
 
 def live_inventory(timeout_s: float = TIMEOUT_S, require_slurm_conf: bool = True) -> LiveInventory | None:
