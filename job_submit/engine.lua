@@ -3,7 +3,7 @@
 
 The steps below mirror slurm_gpu.policy.classifier.steps.STEPS, one local function per step with the
 same name, in the same order: check_request, fit_vram, match_class, place, resolve_gpus, check_sharing,
-set_time, apply_defaults. They read the policy table P (rendered from the site policy above this engine) and a
+check_nodes, set_time, apply_defaults. They read the policy table P (rendered from the site policy above this engine) and a
 request read from job_desc (request_from_job_desc, the mirror of slurm_gpu.slurm.sbatch.to_request), and
 decide exactly what the Python classifier decides for the same options: accept or reject, partition,
 QOS, gres and message (tests/job_submit/test_differential.py runs both on the same cases).
@@ -172,6 +172,8 @@ local function request_from_job_desc(jd, user_name)
   r.user = user_name
   r.interactive = get(jd, "script") == nil
   r.comment = str(jd, "comment")  -- may carry the slurm-gpu MIG/MPS token (check_sharing)
+  r.constraint = str(jd, "features")  -- --constraint, as written
+  r.req_nodes, r.exc_nodes = str(jd, "req_nodes"), str(jd, "exc_nodes")
   return r
 end
 
@@ -399,6 +401,209 @@ local function place(st)
   return nil
 end
 
+-- ---- the nodes: --constraint, -w/-x and what the policy's nodes offer (mirror of policy/constraint.py,
+-- policy/nodes.py and policy/classifier/fit.py) ----
+
+local C_OPS = { ["&"] = true, ["|"] = true, [","] = true, ["("] = true, [")"] = true, ["["] = true,
+  ["]"] = true, ["*"] = true }
+
+local function c_tokens(text)  -- nil when the text has a space (Python: ValueError)
+  local out, word = {}, ""
+  for i = 1, #text do
+    local ch = ssub(text, i, i)
+    if C_OPS[ch] then
+      if word ~= "" then out[#out + 1] = word; word = "" end
+      out[#out + 1] = (ch == ",") and "&" or ch
+    elseif sfind(ch, "^%s$") then return nil
+    else word = word .. ch end
+  end
+  if word ~= "" then out[#out + 1] = word end
+  return out
+end
+
+-- The constraint as a term {name=, items=, ops=, times=}, or nil when it cannot be read.
+local function parse_constraint(text)
+  if not text or #text == 0 or #text > 1024 then return nil end
+  local toks = c_tokens(text)
+  if not toks then return nil end
+  local pos = 1
+  local function group(close, depth)
+    if depth > 64 then return nil end
+    local items, ops = {}, {}
+    while true do
+      local tok = toks[pos]
+      if tok == nil then return nil end
+      pos = pos + 1
+      local item
+      if tok == "(" or tok == "[" then
+        item = group(tok == "(" and ")" or "]", depth + 1)
+        if not item then return nil end
+      elseif C_OPS[tok] then return nil
+      else item = { name = tok, items = {}, ops = {}, times = 0 } end
+      if toks[pos] == "*" then
+        local n = toks[pos + 1]
+        if not n or not sfind(n, "^%d+$") then return nil end
+        item.times = tonumber(n)
+        pos = pos + 2
+      end
+      items[#items + 1] = item
+      if pos > #toks then
+        if close then return nil end
+        break
+      end
+      tok = toks[pos]
+      if tok == close then pos = pos + 1; break end
+      if tok ~= "&" and tok ~= "|" then return nil end
+      ops[#ops + 1] = tok
+      pos = pos + 1
+    end
+    return { items = items, ops = ops, times = 0 }
+  end
+  return group(nil, 0)
+end
+
+local function c_features(term, out, seen)
+  if term.name then
+    if not seen[term.name] then seen[term.name] = true; out[#out + 1] = term.name end
+  else
+    for _, it in ipairs(term.items) do c_features(it, out, seen) end
+  end
+  return out
+end
+
+local function c_has_count(term)
+  if term.times > 0 then return true end
+  for _, it in ipairs(term.items) do if c_has_count(it) then return true end end
+  return false
+end
+
+local function c_fold(term, value)
+  local result = value(term.items[1])
+  for i, op in ipairs(term.ops) do
+    local v = value(term.items[i + 1])
+    if op == "&" then result = result and v else result = result or v end
+  end
+  return result
+end
+
+local function c_holds(term, features)
+  if term.name then return features[term.name] == true end
+  return c_fold(term, function(it) return c_holds(it, features) end)
+end
+
+local function c_fits(term, nodes)  -- nodes: a list of feature sets
+  if #nodes == 0 then return false end
+  if not c_has_count(term) or term.name or term.times > 0 then
+    for _, f in ipairs(nodes) do if c_holds(term, f) then return true end end
+    return false
+  end
+  return c_fold(term, function(it) return c_fits(it, nodes) end)
+end
+
+-- "h100n[1-2,5],a100n1" -> a set and a list of names; nil for what this reader does not expand (two
+-- bracket groups in one name, a file name): then -w/-x are left to slurmctld, as gpusub reads them
+local function expand_hosts(text)
+  if not text then return {}, {} end
+  if sfind(text, "/", 1, true) then return nil end
+  local items, depth, start = {}, 0, 1
+  for i = 1, #text do
+    local ch = ssub(text, i, i)
+    if ch == "[" then depth = depth + 1 elseif ch == "]" then depth = depth - 1
+    elseif ch == "," and depth == 0 then items[#items + 1] = ssub(text, start, i - 1); start = i + 1 end
+  end
+  items[#items + 1] = ssub(text, start)
+  local list, set = {}, {}
+  local function put(n) if not set[n] then set[n] = true end; list[#list + 1] = n end
+  for _, item in ipairs(items) do
+    local pre, body, post = string.match(item, "^([^%[%]]*)%[([^%[%]]*)%]([^%[%]]*)$")
+    if pre then
+      if sfind(post, "[", 1, true) then return nil end
+      for _, r in ipairs(split(body, ",")) do
+        local lo, hi = string.match(r, "^(%d+)%-(%d+)$")
+        if not lo then lo = string.match(r, "^(%d+)$"); hi = lo end
+        if not lo or tonumber(hi) < tonumber(lo) or tonumber(hi) - tonumber(lo) > 4096 then return nil end
+        for k = tonumber(lo), tonumber(hi) do put(pre .. sformat("%0" .. #lo .. "d", k) .. post) end
+      end
+    elseif sfind(item, "[", 1, true) or sfind(item, "]", 1, true) or item == "" then return nil
+    else put(item) end
+  end
+  return set, list
+end
+
+local function node_count(n, name, gtype)  -- mirror of NodeOffer.count
+  if name == "gpu" and gtype and n.mig_unknown and ssub(gtype, 1, #n.mig_unknown + 1) == n.mig_unknown .. "_" then
+    return 7 * node_count(n, "gpu", n.mig_unknown)
+  end
+  if n.unknown and n.unknown[name] then return 1073741824 end
+  local c = 0
+  for _, g in ipairs(n.gres) do
+    if g[1] == name and (gtype == nil or g[2] == gtype) then c = c + g[3] end
+  end
+  return c
+end
+
+local function candidates(st, part)  -- mirror of fit.candidates
+  local r, out = st.r, {}
+  for _, n in ipairs(st.P.nodes or {}) do
+    if n.partitions[part.name] and not r.exclude_set[n.name] and (#r.nodelist == 0 or r.nodelist_set[n.name]) then
+      out[#out + 1] = n
+    end
+  end
+  return out
+end
+
+local function distinct(list)
+  local seen, c = {}, 0
+  for _, v in ipairs(list) do if not seen[v] then seen[v] = true; c = c + 1 end end
+  return c
+end
+
+local function feature_sets(nodes)
+  local out = {}
+  for i, n in ipairs(nodes) do out[i] = n.features end
+  return out
+end
+
+local function type_fits(st, part, t)  -- mirror of fit.type_fits
+  local r, nodes = st.r, {}
+  for _, n in ipairs(candidates(st, part)) do
+    if node_count(n, "gpu", t) > 0 then nodes[#nodes + 1] = n end
+  end
+  if #r.nodelist > 0 and #nodes < distinct(r.nodelist) then return false end
+  local term = r.constraint_term
+  if not term then return #nodes > 0 end
+  if #r.nodelist > 0 then
+    if #nodes == 0 then return false end
+    for _, n in ipairs(nodes) do if not c_holds(term, n.features) then return false end end
+    return true
+  end
+  return c_fits(term, feature_sets(nodes))
+end
+
+local function sorted_keys(set)
+  local out = {}
+  for k in pairs(set) do out[#out + 1] = k end
+  table.sort(out)
+  return out
+end
+
+local function gres_text(g, t, c)
+  return g .. ":" .. (t and (t .. ":") or "") .. py_str(c)
+end
+
+local function describe(nodes)  -- mirror of nodes.describe
+  local parts = {}
+  for i = 1, math.min(#nodes, 4) do
+    local n, gres = nodes[i], {}
+    for _, g in ipairs(n.gres) do gres[#gres + 1] = gres_text(g[1], g[2], g[3]) end
+    local feats = sorted_keys(n.features)
+    parts[#parts + 1] = n.name .. " (" .. (#gres > 0 and table.concat(gres, ",") or "no gres") ..
+      "; features " .. (#feats > 0 and table.concat(feats, ",") or "none") .. ")"
+  end
+  if #parts == 0 then return "no node" end
+  return table.concat(parts, ", ") .. (#nodes > 4 and (" and " .. (#nodes - 4) .. " more") or "")
+end
+
 local function several_types(st, part, types)
   local r, P = st.r, st.P
   local form = (#r.by_job > 0 and r.by_job) or (#r.by_node > 0 and r.by_node) or r.by_task
@@ -443,9 +648,25 @@ local function resolve_type(st, part)
   if P.untyped_gpus == "reject" then
     return nil, reject(st, "untyped_gpu", fix, { gpus = st.gpus, partition = part.name })
   end
-  local only = (#offered == 1) and offered[1] or nil
-  for _, t in ipairs({ part.default_gpu_type or false, P.default_gpu_type or false, only or false }) do
-    if t and contains(offered, t) then return t, nil end
+  -- the type must respect the request (-C, -w, -x): mirror of gpus._resolve_type
+  local r = st.r
+  local fitting, fitset = {}, {}
+  for _, t in ipairs(offered) do
+    if #(P.nodes or {}) == 0 or type_fits(st, part, t) then fitting[#fitting + 1] = t; fitset[t] = true end
+  end
+  local preferred = {}
+  for _, t in ipairs({ part.default_gpu_type or false, P.default_gpu_type or false }) do
+    if t and contains(offered, t) then preferred[#preferred + 1] = t end
+  end
+  local narrowed = r.constraint ~= nil or #r.nodelist > 0 or next(r.exclude_set) ~= nil
+  local order = {}
+  for i, t in ipairs(preferred) do order[i] = t end
+  if #offered == 1 then order[#order + 1] = offered[1] end
+  for _, t in ipairs(order) do if fitset[t] then return t, nil end end
+  if #fitting > 0 and (#preferred > 0 or #fitting == 1) then return fitting[1], nil end
+  if #fitting == 0 and (#preferred > 0 or #offered == 1) then
+    if narrowed then return false, nil end  -- no type's nodes meet -C/-w/-x: left untyped
+    return preferred[1] or offered[1], nil
   end
   return nil, reject(st, "untyped_gpu", fix, { gpus = st.gpus, partition = part.name })
 end
@@ -455,7 +676,7 @@ local function whole_gpus(st, part)
   if #r.gpu_types > 1 then return several_types(st, part, r.gpu_types) end
   local t, rej = resolve_type(st, part)
   if rej then return rej end
-  st.gpu_type = t
+  st.gpu_type = t or nil
   local q = st.qos and P.qos[P.qos_index[st.qos]]
   if q and q.max_gpus_per_job and st.gpus > q.max_gpus_per_job then
     return reject(st, "too_many_gpus", "ask for at most " .. q.max_gpus_per_job .. " GPUs",
@@ -465,15 +686,24 @@ local function whole_gpus(st, part)
     return reject(st, "over_user_cap", "ask for at most " .. q.max_gpus_per_user .. " GPUs",
       { gpus = st.gpus, qos = q.name, limit = q.max_gpus_per_user })
   end
-  local cap = part.capacity[t] or { 0, 0 }
-  local per_node_max, capacity = cap[1], cap[2]
+  local per_node_max, capacity = 0, 0
+  if t then
+    local cap = part.capacity[t] or { 0, 0 }
+    per_node_max, capacity = cap[1], cap[2]
+  else  -- left untyped: every GPU of the partition counts
+    for _, x in ipairs(part.offered) do
+      local cap = part.capacity[x] or { 0, 0 }
+      if cap[1] > per_node_max then per_node_max = cap[1] end
+      capacity = capacity + cap[2]
+    end
+  end
   if st.gpus > capacity then
-    return reject(st, "too_big", "ask for at most " .. capacity .. " " .. t .. " GPUs",
-      { gpus = st.gpus, gpu_type = t, partition = part.name, capacity = capacity })
+    return reject(st, "too_big", "ask for at most " .. capacity .. " " .. (t or "") .. " GPUs",
+      { gpus = st.gpus, gpu_type = t or "", partition = part.name, capacity = capacity })
   end
   local nodes = r.nodes
   if not nodes or nodes == 0 then
-    nodes = ceil(st.gpus / per_node_max)
+    nodes = ceil(st.gpus / math.max(per_node_max, 1))
     if (r.node_min or 1) > nodes then nodes = r.node_min or 1 end
     if nodes < 1 then nodes = 1 end
   end
@@ -483,11 +713,11 @@ local function whole_gpus(st, part)
   else per = st.gpus / nodes end
   if per > per_node_max then
     return reject(st, "too_big", "use at most " .. per_node_max .. " GPUs per node (add nodes)",
-      { gpus = per, gpu_type = t, partition = part.name, capacity = per_node_max })
+      { gpus = per, gpu_type = t or "", partition = part.name, capacity = per_node_max })
   end
-  st.gres = "gpu:" .. t .. ":" .. py_str(per)
+  st.gres = "gpu:" .. (t and (t .. ":") or "") .. py_str(per)
   st.nodes_needed = nodes
-  st.type_untyped = r.gpu_type == nil  -- the request's own forms get the type (as gpusub writes them)
+  st.type_untyped = r.gpu_type == nil and t ~= false  -- the request's own forms get the type (as gpusub writes them)
   return nil
 end
 
@@ -659,53 +889,84 @@ local function apply_defaults(st)
   return nil
 end
 
--- ---- check_nodes: the request against what the policy's nodes offer (mirror of policy/classifier/fit.py,
--- over the policy's nodes only; --constraint, -w and -x are left to slurmctld here) ----
-
-local function node_count(n, name, gtype)  -- mirror of NodeOffer.count
-  if name == "gpu" and gtype and n.mig_unknown and ssub(gtype, 1, #n.mig_unknown + 1) == n.mig_unknown .. "_" then
-    return 7 * node_count(n, "gpu", n.mig_unknown)
-  end
-  if n.unknown and n.unknown[name] then return 1073741824 end
-  local c = 0
-  for _, g in ipairs(n.gres) do
-    if g[1] == name and (gtype == nil or g[2] == gtype) then c = c + g[3] end
-  end
-  return c
-end
+-- ---- check_nodes: the one verdict, over the policy's nodes (mirror of policy/classifier/fit.py) ----
 
 local function check_nodes(st)
   local r, P, part = st.r, st.P, st.partition
   if not P.nodes or #P.nodes == 0 then return nil end
-  local needs = {}
+  local needs, has = {}, {}
   for _, item in ipairs(split(st.gres or "", ",")) do
     local bits = split(item, ":")
-    if #bits == 3 and tonumber(bits[3]) then needs[#needs + 1] = { bits[1], bits[2], tonumber(bits[3]) }
-    elseif #bits == 2 and tonumber(bits[2]) then needs[#needs + 1] = { bits[1], nil, tonumber(bits[2]) } end
+    if #bits == 3 and sfind(bits[3], "^%d+$") then needs[#needs + 1] = { bits[1], bits[2], tonumber(bits[3]) }
+    elseif #bits == 2 and sfind(bits[2], "^%d+$") then needs[#needs + 1] = { bits[1], nil, tonumber(bits[2]) } end
   end
-  local has = {}
   for _, nd in ipairs(needs) do has[nd[1]] = true end
   if r.shards and r.shards > 0 and not has.shard then needs[#needs + 1] = { "shard", nil, r.shards } end
   if r.mps and r.mps > 0 and not has.mps then needs[#needs + 1] = { "mps", nil, r.mps } end
-  if #needs == 0 then return nil end
-  local serving = 0
-  for _, n in ipairs(P.nodes) do
-    if n.partitions[part.name] then
-      local ok = true
-      for _, nd in ipairs(needs) do
-        if node_count(n, nd[1], nd[2]) < nd[3] then ok = false; break end
-      end
-      if ok then serving = serving + 1 end
+  local term = r.constraint_term
+  if r.constraint and term then
+    local known = {}
+    for _, n in ipairs(P.nodes) do for f in pairs(n.features) do known[f] = true end end
+    local missing = {}
+    for _, f in ipairs(c_features(term, {}, {})) do if not known[f] then missing[#missing + 1] = f end end
+    local inpart = {}
+    for _, n in ipairs(P.nodes) do if n.partitions[part.name] then inpart[#inpart + 1] = n.features end end
+    if #missing > 0 and not c_fits(term, inpart) then
+      local k = sorted_keys(known)
+      return reject(st, "unservable", "drop --constraint=" .. r.constraint .. " or use features the nodes have: " ..
+        (#k > 0 and table.concat(k, ", ") or "(none)"),
+        { partition = part.name, why = "no node has the feature(s) " .. table.concat(missing, ", ") })
     end
   end
-  local want = math.max(st.nodes_needed or 1, r.node_min or 1)
-  if serving >= want then return nil end
-  local texts = {}
-  for _, nd in ipairs(needs) do
-    texts[#texts + 1] = nd[1] .. ":" .. (nd[2] and (nd[2] .. ":") or "") .. py_str(nd[3])
+  if #needs == 0 and #r.nodelist == 0 and not next(r.exclude_set) and not term then return nil end
+  local cands = candidates(st, part)
+  if #r.nodelist > 0 then
+    local inset, absent = {}, {}
+    for _, n in ipairs(cands) do inset[n.name] = true end
+    for _, h in ipairs(r.nodelist) do if not inset[h] then absent[#absent + 1] = h end end
+    if #absent > 0 then
+      local shown = {}
+      for i = 1, math.min(#absent, 4) do shown[i] = absent[i] end
+      return reject(st, "unservable", "name nodes of partition " .. part.name .. " with -w", { partition = part.name,
+        why = "-w names " .. table.concat(shown, ", ") .. ", not in partition " .. part.name ..
+          (next(r.exclude_set) and " (or excluded)" or "") })
+    end
   end
-  return reject(st, "unservable", "ask for what these nodes offer", { partition = part.name,
-    why = want .. " node(s) with " .. table.concat(texts, ",") .. " per node needed, " .. serving .. " found" })
+  local serving = {}
+  for _, n in ipairs(cands) do
+    local ok = true
+    for _, nd in ipairs(needs) do
+      if node_count(n, nd[1], nd[2]) < nd[3] then ok = false; break end
+    end
+    if ok then serving[#serving + 1] = n end
+  end
+  if term then
+    if #r.nodelist > 0 or not c_has_count(term) then
+      local kept = {}
+      for _, n in ipairs(serving) do if c_holds(term, n.features) then kept[#kept + 1] = n end end
+      serving = kept
+    elseif not c_fits(term, feature_sets(serving)) then
+      serving = {}
+    end
+  end
+  local want = math.max(distinct(r.nodelist), st.nodes_needed or 1, r.node_min or 1)
+  if #serving >= want then return nil end
+  local texts, what = {}, {}
+  for _, nd in ipairs(needs) do texts[#texts + 1] = gres_text(nd[1], nd[2], nd[3]) end
+  if #needs > 0 then what[#what + 1] = table.concat(texts, ",") .. " per node" end
+  if r.constraint then what[#what + 1] = "--constraint=" .. r.constraint end
+  local why = py_str(want) .. " node(s) with " .. (#what > 0 and table.concat(what, " and ") or "the request") ..
+    " needed, " .. #serving .. " found; its nodes offer " .. describe(cands)
+  local fix, gpu_items, slice, sharing = "ask for what these nodes offer", 0, false, {}
+  for _, nd in ipairs(needs) do
+    if nd[1] == "gpu" then gpu_items = gpu_items + 1 end
+    if nd[2] and sfind(nd[2], "_", 1, true) then slice = true end
+    if nd[1] == "shard" or nd[1] == "mps" then sharing[nd[1]] = true end
+  end
+  if st.mig_profile or slice then fix = "ask for a MIG slice the nodes offer, or a whole GPU (--gpus=<type>:1)"
+  elseif gpu_items > 1 then fix = "ask for one GPU type per node, or one type per hetjob component"
+  elseif next(sharing) then fix = "ask for whole GPUs: this partition's nodes have no " .. table.concat(sorted_keys(sharing), "/") end
+  return reject(st, "unservable", fix, { partition = part.name, why = why })
 end
 
 local STEPS = {
@@ -723,7 +984,11 @@ local STEPS = {
 -- Classify a request: the decision {accepted, class, partition, qos, gres, gpus, gpu_type, message,
 -- fix, key, options, type_untyped}. Pure: reads r and P only.
 local function classify(P, r)
-  local st = { P = P, r = r, gpus = 0, options = {} }
+  local st = { P = P, r = r, gpus = 0, options = {}, nodes_needed = 1 }
+  r.constraint_term = parse_constraint(r.constraint)
+  local wset, wlist = expand_hosts(r.req_nodes)
+  local xset = expand_hosts(r.exc_nodes)
+  r.nodelist_set, r.nodelist, r.exclude_set = wset or {}, wlist or {}, xset or {}
   for _, step in ipairs(STEPS) do
     local rej = step[2](st)
     if rej then

@@ -148,6 +148,7 @@ def policy_table(policy: Policy) -> JsonObject:
         "partitions": parts,
         # check_nodes: the policy's nodes as admin emit renders them (policy.nodes.policy_inventory)
         "nodes": [{"name": n.name, "partitions": {p: True for p in n.partitions},
+                   "features": {f: True for f in sorted(n.features)},
                    "gres": [[g, t, c] for g, t, c in n.gres], "mig_unknown": n.mig_unknown,
                    "unknown": {u: True for u in sorted(n.unknown)}} for n in policy_inventory(policy).nodes],
         "partition_names": [p.name for p in policy.partitions],

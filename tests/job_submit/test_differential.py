@@ -80,6 +80,13 @@ def gpu_options(draw: st.DrawFn) -> list[str]:
     return [f"--gpus={spec(per * draw(st.integers(1, 3)))}", f"--gpus-per-node={spec(per)}"]
 
 
+# --constraint values (sbatch(1)'s grammar: &, ",", |, [..], counts, parentheses), met by some nodes of
+# the example policies, by none, and unreadable ones (left to slurmctld on both sides)
+CONSTRAINTS = ["h100", "a100", "mig", "v100", "foo", "h100&mig", "a100,mig", "h100|a100", "[h100|a100]",
+               "h100*1&a100*1", "[h100*1&a100*1]", "(h100|a100)&mig", "(h100&mig)*2", "h100|a100*1", "nvlink",
+               "ampere", "hopper&nvlink", "gpu", "h100&", "(h100", "h100)", "*2", "a100|foo", "foo|bar",
+               "[h100|a100]&mig", "h100&a100", "a100_3g.40gb"]
+
 # --comment values: the slurm-gpu MIG/MPS token (docs/mig_mps.md), valid, out of policy and malformed,
 # alone or among other words; check_sharing must decide them alike on both sides.
 TOKENS = ["slurm-gpu:mig=3g.40gb:2", "slurm-gpu:mig=1g.10gb:2,2g.20gb:1", "slurm-gpu:mig=3g.40gb",
@@ -129,6 +136,12 @@ def command_lines(draw: st.DrawFn) -> list[str]:
         args.append(draw(st.sampled_from(["-wh100n1", "-wh100n[1-2]", "--nodelist=a100n1,h100n2"])))
     elif shape == "c":
         args.append(f"-c{draw(st.integers(1, 16))}")
+    if draw(st.integers(0, 2)) == 0:  # the type resolution that respects -C and -x, and check_nodes
+        args.append(f"--constraint={draw(st.sampled_from(CONSTRAINTS))}")
+    if draw(st.integers(0, 5)) == 0:
+        args.append(draw(st.sampled_from(["-xa100n1", "--exclude=h100n[1-2]", "-xnode1", "-xh100n1,gpu01"])))
+    if draw(st.integers(0, 6)) == 0:
+        args.append(draw(st.sampled_from(["--gres=shard:1", "--gres=mps:25", "--gres=gpu:1,shard:2"])))
     if tool == "sbatch" and draw(st.integers(0, 3)) == 0:
         args.append(draw(st.sampled_from(["--array=0-3", "--array=1,3%1"])))
     if draw(st.integers(0, 2)) == 0:
@@ -159,6 +172,8 @@ def test_lua_decides_as_the_python_classifier(policy_name: str) -> None:
                 assert got == want, f"{' '.join(argv)} on {version}: Lua {got} != Python {want}\njob_desc {jd}"
                 seen["cases"] += 1
                 seen["accepted" if want["accepted"] else "rejected"] += 1
+                if "--constraint=" in " ".join(argv):
+                    seen["constraint accepted" if want["accepted"] else "constraint rejected"] += 1
                 if "slurm-gpu:" in " ".join(argv):
                     seen["token accepted" if want["accepted"] else "token rejected"] += 1
 
@@ -166,4 +181,5 @@ def test_lua_decides_as_the_python_classifier(policy_name: str) -> None:
     assert seen["cases"] >= REQUIRED, seen
     assert seen["accepted"] and seen["rejected"], seen  # both outcomes exercised
     assert seen["token rejected"], seen  # the slurm-gpu token is checked
+    assert seen["constraint accepted"] and seen["constraint rejected"], seen  # -C is judged on both sides
     # every check_sharing outcome, on every token: tests/job_submit/test_sharing_token.py

@@ -97,8 +97,9 @@ def check_nodes(st: State) -> None:
     if not st.inventory.nodes:
         return  # nothing known about the nodes: Slurm judges
     needs = _needs(st)
-    cpus = r.ntasks_per_node * (r.cpus_per_task or 1) if r.ntasks_per_node else None
-    mem = r.mem_mb or None
+    totals = any(n.cpus is not None or n.memory_mb is not None for n in st.inventory.nodes)  # the cluster's
+    cpus = r.ntasks_per_node * (r.cpus_per_task or 1) if r.ntasks_per_node and totals else None
+    mem = (r.mem_mb or None) if totals else None
     term = constraint_term(st)
     if r.constraint and term is not None:
         known = {f for n in st.inventory.nodes for f in n.features}

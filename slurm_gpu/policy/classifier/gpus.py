@@ -179,7 +179,7 @@ def whole_gpus(st: State, part: Partition) -> None:
     else:
         per_node_max, capacity = pol.gpu_capacity(part.name, t)
     if st.gpus > capacity:
-        raise st.reject("too_big", f"ask for at most {capacity} {t} GPUs", gpus=st.gpus, gpu_type=t,
+        raise st.reject("too_big", f"ask for at most {capacity} {t or ''} GPUs", gpus=st.gpus, gpu_type=t or "",
                         partition=part.name, capacity=capacity)
     # -N fixes the node count; else as many as the GPUs need, at least the nodes -w / -n name
     nodes = r.nodes or max(r.node_min or 1, math.ceil(st.gpus / max(per_node_max, 1)))
@@ -195,7 +195,7 @@ def whole_gpus(st: State, part: Partition) -> None:
         per = st.gpus // nodes
     if per > per_node_max:
         raise st.reject("too_big", f"use at most {per_node_max} GPUs per node (add nodes)", gpus=per,
-                        gpu_type=t, partition=part.name, capacity=per_node_max)
+                        gpu_type=t or "", partition=part.name, capacity=per_node_max)
     st.gres = f"gpu:{t}:{per}" if t else f"gpu:{per}"
     st.reasons.append(f"gres {st.gres} on {nodes} node(s)")
     if any(v is not None for v in (r.gpus, r.gpus_per_node, r.gpus_per_task, r.gpus_per_socket, r.ntasks_per_gpu)):
