@@ -591,8 +591,11 @@ local function gres_text(g, t, c)
   return g .. ":" .. (t and (t .. ":") or "") .. py_str(c)
 end
 
-local function describe(nodes)  -- mirror of nodes.describe
-  local parts = {}
+local function describe(nodes)  -- mirror of nodes.describe (by name)
+  local parts, byname = {}, {}
+  for i, n in ipairs(nodes) do byname[i] = n end
+  table.sort(byname, function(a, b) return a.name < b.name end)
+  nodes = byname
   for i = 1, math.min(#nodes, 4) do
     local n, gres = nodes[i], {}
     for _, g in ipairs(n.gres) do gres[#gres + 1] = gres_text(g[1], g[2], g[3]) end

@@ -116,9 +116,10 @@ def records_inventory(records: Iterable[NodeRecord]) -> Inventory:
 
 
 def describe(nodes: Sequence[NodeOffer], limit: int = 4) -> str:
-    """``a100n1 (gpu:a100:4; a100,mig)``: what the first nodes offer, for a reason."""
+    """``a100n1 (gpu:a100:4; features a100,mig)``: what the first nodes (by name: the policy's and the
+    cluster's order differ) offer, for a reason."""
     parts = []
-    for n in nodes[:limit]:
+    for n in sorted(nodes, key=lambda n: n.name)[:limit]:
         gres = ",".join(f"{g}:{t}:{c}" if t else f"{g}:{c}" for g, t, c in n.gres) or "no gres"
         parts.append(f"{n.name} ({gres}; features {','.join(sorted(n.features)) or 'none'})")
     more = f" and {len(nodes) - limit} more" if len(nodes) > limit else ""

@@ -46,6 +46,18 @@ CASES: list[tuple[str, list[str]]] = [
     ("test-only", ["--gpus=h100:12"]),
     ("test-only", ["-p", "spot", "--gpus=h100:2", "-t", "30"]),
     ("test-only", ["--gres=gpu:h100:9", "--qos=high", "-t", "1:00:00"]),
+    # the type respects -C / -w / -x, and check_nodes (the nodes' offer) refuses what they cannot serve
+    ("sbatch", ["--constraint=h100", "--gres=gpu:1", "-t", "10"]),   # debug: interactive, typed h100 (not a100)
+    ("sbatch", ["-C", "a100|h100", "--gpus=1", "-t", "10"]),  # either: the partition default a100
+    ("sbatch", ["-x", "a100n1", "--gpus=1", "-t", "10"]),     # a100n1 excluded: typed h100
+    ("sbatch", ["-w", "h100n2", "--gpus=1", "-t", "10"]),     # h100n2 named: typed h100
+    ("sbatch", ["-C", "foo", "--gpus=1", "-t", "10"]),        # a feature no node has
+    ("test-only", ["--constraint=h100", "--gres=gpu:1", "-t", "10"]),
+    # (a MIG slice no node has, --gres=gpu:a100_1g.10gb:1: the plugin knows only the policy, which does not
+    # say whether Slurm's NVML detection finds slices, so Slurm refuses it with its own words; gpusub reads
+    # the nodes and refuses it first: tests/fidelity/test_verdict_table.py)
+    # (--gres=shard:1 without shards: slurmctld refuses the gres name before the plugin runs)
+    ("test-only", ["--gpus=h100:1,a100:1", "-t", "10"]),      # no node holds both
     ("salloc", ["--gpus=1", "-t", "30"]),                     # interactive class
     ("salloc", ["--gpus=3", "-t", "30"]),                     # 3 GPUs: production
     ("salloc", ["--gpus=h100:10"]),                           # over 8
@@ -153,3 +165,20 @@ def test_gpusub_jobs_pass_unchanged(slurm_lab) -> None:
             assert want["gres"].split(":")[1] in tres, (tres, want)  # the type gpusub chose
         finally:
             slurm_lab.cancel(job)
+
+
+def test_constraint_job_starts_with_plain_sbatch(slurm_lab) -> None:
+    """``--constraint=h100 --gres=gpu:1`` with plain sbatch: the plugin types it h100 (the partition's
+    default, a100, has no h100 node: before issue 19 it typed a100 and Slurm refused the job), and the
+    job runs on an h100 node."""
+    wd = slurm_lab.workdir("constraint")
+    job = slurm_lab.sbatch(["--constraint=h100", "--gres=gpu:1", "-t", "10", "--wrap=true"], cwd=wd)
+    try:
+        state = slurm_lab.wait(job, timeout_s=90)
+        info, _ = slurm_lab.show_job(job)
+        assert state == "COMPLETED", (state, info)
+        assert info.get("NodeList", "").startswith("h100n"), info
+        tres = info.get("TresPerNode") or info.get("TresPerJob") or ""
+        assert "h100" in tres, tres
+    finally:
+        slurm_lab.cancel(job)
