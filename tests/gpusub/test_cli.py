@@ -139,11 +139,14 @@ def test_help_and_version_after_other_options():
     assert r.returncode == 0 and r.stdout.strip() == "gpusub, version 0.1.0"
 
 
-def test_constraint_no_node_has_is_a_warning(script):
+def test_constraint_no_node_of_the_type_has_is_refused(script):
+    # sbatch --test-only refuses it too ("Requested node configuration is not available", 22.05.8 lab):
+    # the verdict (check_nodes) says so before submission, with the reason
     r = gpusub("--explain", "--json", "--constraint=a100", "--gres=gpu:h100:2", "-t", "60", script,
-               env_extra={"GPUSUB_POLICY": POLICY})
-    assert r.returncode == 0, r.stderr
-    assert any("--constraint=a100: no node of GPU type h100" in w for w in json.loads(r.stdout)["warnings"])
+               env_extra={"GPUSUB_POLICY": POLICY, "GPUSUB_NODES": "policy"})
+    assert r.returncode == 1, r.stderr
+    out = json.loads(r.stdout)
+    assert not out["accepted"] and "gpu:h100:2 per node and --constraint=a100 needed, 0 found" in out["message"]
     r = gpusub("--explain", "--json", "--constraint=mig", "--gres=gpu:h100:2", "-t", "60", script,
                env_extra={"GPUSUB_POLICY": POLICY})
     assert json.loads(r.stdout)["warnings"] == []  # h100 nodes carry the mig feature (emitted Features=)
