@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.plain import NamedTuple
 
 MAX_CONSTRAINT = 1024  # characters; slurmctld's own limit is larger, but no real constraint comes near it
@@ -79,7 +80,7 @@ def parse_constraint(text: str) -> Term:
             else:
                 item = Term(name=tok)
             if pos < len(toks) and toks[pos] == "*":
-                if pos + 1 >= len(toks) or not toks[pos + 1].isascii() or not toks[pos + 1].isdigit():
+                if pos + 1 >= len(toks) or not is_digits(toks[pos + 1]):
                     raise ValueError("a count after '*' is a whole number")
                 item = item._replace(times=int(toks[pos + 1]))
                 pos += 2

@@ -10,6 +10,7 @@ job_submit/engine.lua, over the policy's nodes.
 
 from __future__ import annotations
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.policy.classifier.state import State
 from slurm_gpu.policy.constraint import Term, features_of, fits, has_count, holds, parse_constraint
 from slurm_gpu.policy.model import Partition
@@ -60,9 +61,9 @@ def _needs(st: State) -> list[tuple[str, str | None, int]]:
     out: list[tuple[str, str | None, int]] = []
     for item in (st.gres or "").split(","):
         bits = item.split(":")
-        if len(bits) == 3 and bits[2].isascii() and bits[2].isdigit():
+        if len(bits) == 3 and is_digits(bits[2]):
             out.append((bits[0], bits[1], int(bits[2])))
-        elif len(bits) == 2 and bits[1].isascii() and bits[1].isdigit():
+        elif len(bits) == 2 and is_digits(bits[1]):
             out.append((bits[0], None, int(bits[1])))
     if r.shards and not any(g == "shard" for g, _t, _c in out):
         out.append(("shard", None, r.shards))
