@@ -47,7 +47,7 @@ def _tokens(text: str) -> list[str]:
                 out.append(word)
                 word = ""
             out.append("&" if ch == "," else ch)
-        elif ch.isspace():
+        elif ch in " \t\n\v\f\r":  # Lua's %s (the mirror's): the ASCII spaces
             raise ValueError("a constraint has no spaces")
         else:
             word += ch
@@ -58,7 +58,7 @@ def _tokens(text: str) -> list[str]:
 
 def parse_constraint(text: str) -> Term:
     """The constraint as a group of terms; ValueError when slurmctld would not read it either."""
-    if not text or len(text) > MAX_CONSTRAINT:
+    if not text or len(text.encode("utf-8", "surrogateescape")) > MAX_CONSTRAINT:  # bytes, as Lua counts
         raise ValueError("empty or overlong constraint")
     toks = _tokens(text)
     pos = 0
