@@ -10,10 +10,10 @@ The oracle, per shape:
   the rendered script and options, exactly what would be submitted);
 - explain refuses: what the policy alone would submit (``GPUSUB_NODES=off gpusub --test-only``: no node
   data, so a refusal for the nodes is not repeated) through ``sbatch --test-only``; where the policy
-  itself refuses, plain ``sbatch --test-only`` of the user's own command line (the lab's job_submit.lua
-  applies the same policy); a command line with gpusub's own options that the policy refuses has no
-  sbatch form and is reported as such (``policy``), agreeing by construction of the Lua mirror, which
-  tests/job_submit/test_differential.py checks.
+  itself refuses, or gpusub's parser (exit 2: what sbatch refuses), plain ``sbatch --test-only`` of the
+  user's own command line (the lab's job_submit.lua applies the same policy); a command line with
+  gpusub's own options that the policy refuses has no sbatch form and is reported as such (``policy``),
+  agreeing by construction of the Lua mirror, which tests/job_submit/test_differential.py checks.
 
 The table is printed (``-s``); every row must agree. (``--hold`` is not used: on 22.05 it skips sbatch's
 node-configuration check; ``--test-only`` is the oracle.)
@@ -105,12 +105,12 @@ def verdict(lab, gpusub: str, shape: Shape, base: str) -> dict[str, str]:
     else:
         t = _run(lab, [gpusub, "--test-only", *shape.argv, *tail], work, env | {"GPUSUB_NODES": "off"})
         said = (t.stdout + t.stderr).strip().splitlines()
-        if t.returncode == 0 or "rejected by policy" not in t.stderr:
+        if t.returncode == 0 or (t.returncode == 1 and "rejected by policy" not in t.stderr):
             oracle, how = _accepted_by_test_only(t), "the policy's job"
         else:
             s = _run(lab, ["sbatch", "--test-only", *shape.argv, *tail], work, env)
             said = (s.stdout + s.stderr).strip().splitlines()
-            if "unrecognized option" in s.stderr:
+            if ex.returncode == 1 and "unrecognized option" in s.stderr:  # gpusub's own options, refused by policy
                 oracle, how = False, "policy"
             else:
                 oracle, how = _accepted_by_test_only(s), "plain sbatch"
