@@ -64,6 +64,9 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     # The job reader (docs/records.md): squeue's JSON, whose strings user text cannot leave.
     squeue_json: str  # the option: "--json" (22.05: takes no argument) or "--json=v0.0.42" (pinned, 24.11+)
     squeue_json_filters: bool  # squeue --json honours -j/-t (24.11 measured); 22.05 prints every job it holds
+    # sbatch sets SLURM_TRES_PER_TASK in the job from --gpus-per-task/--cpus-per-task/--tres-per-task
+    # (slurm_gpu/render/job_env.py restores it): not in 22.05.8 (measured), in 24.11.5 (measured)
+    sets_tres_per_task_env: bool
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
     @property
@@ -104,7 +107,8 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                      json_numbers_wrapped=False, sinfo_json_key="nodes", enforce_binding_keeps_shape=True,
                      # measured on 22.05.8: openapi/v0.0.38; `--json=X` is refused ("doesn't allow an
                      # argument"); -j and -t are ignored (every job slurmctld holds, finished ones too)
-                     squeue_json="--json", squeue_json_filters=False)),
+                     squeue_json="--json", squeue_json_filters=False,
+                     sets_tres_per_task_env=False)),
     ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True,  # docs: data_parser plugins
                       # measured on 24.11.5 (docs/gpusub.md "Placement"): with enforce-binding a job with
                       # --cpus-per-task gets every core of its GPUs' sockets (-c 8 + 2 h100: NumCPUs=16, not 8;
@@ -112,7 +116,9 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                       # 22.05.8 keeps the shape. 23.02-24.05 not measured: treated as 24.11 (the shape rule wins)
                       enforce_binding_keeps_shape=False)),
     ((23, 11, 0), dict(gres_prefix="gres/", has_tres_bind=True, cpus_per_gpu_excludes_cpus_per_task=True,
-                       job_state_is_list=True, sinfo_json_key="sinfo")),
+                       job_state_is_list=True, sinfo_json_key="sinfo",
+                       # docs: 23.11 adds --tres-per-task and its output variable (measured on 24.11.5)
+                       sets_tres_per_task_env=True)),
     ((23, 11, 4), dict(has_allow_task_sharing=True)),
     ((24, 5, 0), dict(tres_per_task_sep="=")),
     # measured on 24.11.5: typed --gpus-per-task; squeue --json=v0.0.42 (data_parser/v0.0.40-42 ship; v0.0.42
