@@ -26,7 +26,8 @@ from slurm_gpu.slurm.release import SlurmSpelling
 from slurm_gpu.slurm.sbatch.table import BY_NAME
 
 # option (canonical name) -> the variable sbatch sets from it, and how sbatch writes the value:
-# "text" as given, "int" the number, "mem" in MB. sbatch(1) OUTPUT ENVIRONMENT VARIABLES, measured on 22.05.8
+# "text" as given, "int" the number, "mem" in MB, "initial" its first letter. sbatch(1) OUTPUT ENVIRONMENT
+# VARIABLES, measured on 22.05.8
 # (tests/fidelity: the batch step's full environment) and 24.11.5.
 OPTION_VARIABLES: dict[str, tuple[str, str]] = {
     "gpus": ("SLURM_GPUS", "text"),
@@ -43,6 +44,7 @@ OPTION_VARIABLES: dict[str, tuple[str, str]] = {
     "mem": ("SLURM_MEM_PER_NODE", "mem"),
     "mem-per-cpu": ("SLURM_MEM_PER_CPU", "mem"),
     "mem-per-gpu": ("SLURM_MEM_PER_GPU", "mem"),
+    "open-mode": ("SLURM_OPEN_MODE", "initial"),  # the checkpoint protocol's --open-mode=append: "a"
 }
 # The binding gpusub adds on purpose: its variable stays (docs/gpusub.md, "The job's environment").
 KEPT_OPTIONS = frozenset({"ntasks-per-socket"})
@@ -78,6 +80,8 @@ def _written(kind: str, value: str) -> str:
         from slurm_gpu.units import parse_mem_mb
 
         return str(parse_mem_mb(value))
+    if kind == "initial":
+        return value[:1]
     if kind == "int" and value.strip().isdigit():
         return str(int(value))
     return value
@@ -99,7 +103,7 @@ def restore_steps(user: Sequence[Sequence[tuple[str, str | None]]],
     steps: list[EnvStep] = []
     tres: list[TresPerTask] = []
     components = len(user)
-    for k, (mine, sent) in enumerate(zip(user, submitted)):
+    for k, (mine, sent) in enumerate(zip(user, submitted, strict=True)):
         own, got = _canonical(mine), _canonical(sent)
         for option, (var, kind) in OPTION_VARIABLES.items():
             if option in KEPT_OPTIONS or own.get(option) == got.get(option):
