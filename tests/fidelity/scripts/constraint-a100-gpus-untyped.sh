@@ -1,7 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # Sites pick the GPU with a feature: -C a100 and an untyped count, default partition.
-# fidelity-known: plugin,plain,plugin-sbatch issue 19 item 3: the untyped request is resolved to the partition's default type (h100), whose nodes lack the feature
 # fidelity-expect: mode=run batch=1 python=1 gpus=1 nodes=1
 #SBATCH -C a100
 #SBATCH --gpus=1
