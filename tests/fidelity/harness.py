@@ -356,6 +356,18 @@ ENV_PLACEMENT = frozenset({"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_V
 ENV_ROUTED = {"partition": re.compile(r"SLURM_JOB_PARTITION(_HET_GROUP_\d+)?"),
               "qos": re.compile(r"SLURM_JOB_QOS(_HET_GROUP_\d+)?")}
 _ENV_DIFFER = re.compile("|".join(f"(?:{p})" for p in ENV_DIFFER))
+# per node, in the order of the job's nodes (Slurm's "3,1" or "2(x2)"): which node holds what is placement;
+# the values, as a multiset, must agree. SLURM_CPUS_ON_NODE is the batch node's one of them.
+ENV_PER_NODE = frozenset({"SLURM_JOB_CPUS_PER_NODE", "SLURM_TASKS_PER_NODE"})
+
+
+def per_node(value: str) -> list[str]:
+    """``2(x2),1`` -> ["1", "2", "2"] (sorted)."""
+    out: list[str] = []
+    for item in value.split(","):
+        m = re.fullmatch(r"(.*)\(x(\d+)\)", item)
+        out += [m.group(1)] * int(m.group(2)) if m else [item]
+    return sorted(out)
 
 
 def env_differences(want: dict[str, str], got: dict[str, str], routed: frozenset[str] = frozenset()) -> list[str]:
@@ -369,6 +381,12 @@ def env_differences(want: dict[str, str], got: dict[str, str], routed: frozenset
         if any(ENV_ROUTED[k].fullmatch(name) for k in routed):
             continue
         if name in ENV_PLACEMENT and a is not None and b is not None and len(a.split(",")) == len(b.split(",")):
+            continue
+        if name in ENV_PER_NODE and a is not None and b is not None and per_node(a) == per_node(b):
+            continue
+        if (name == "SLURM_CPUS_ON_NODE" and a is not None and b is not None
+                and a in per_node(want.get("SLURM_JOB_CPUS_PER_NODE", a))
+                and b in per_node(got.get("SLURM_JOB_CPUS_PER_NODE", b))):
             continue
         out.append(f"{name}: sbatch {a!r}, gpusub {b!r}")
     return out
