@@ -108,6 +108,8 @@ def restore_steps(user: Sequence[Sequence[tuple[str, str | None]]],
         for option, (var, kind) in OPTION_VARIABLES.items():
             if option in KEPT_OPTIONS or own.get(option) == got.get(option):
                 continue
+            if option == "gpus-per-task" and spelling.sets_tres_per_task_env:
+                continue  # no variable of its own there: SLURM_TRES_PER_TASK below
             value = own.get(option)
             for name, if_set in _names(var, k, components):
                 if value is None or (option not in own):

@@ -64,8 +64,9 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     # The job reader (docs/records.md): squeue's JSON, whose strings user text cannot leave.
     squeue_json: str  # the option: "--json" (22.05: takes no argument) or "--json=v0.0.42" (pinned, 24.11+)
     squeue_json_filters: bool  # squeue --json honours -j/-t (24.11 measured); 22.05 prints every job it holds
-    # sbatch sets SLURM_TRES_PER_TASK in the job from --gpus-per-task/--cpus-per-task/--tres-per-task
-    # (slurm_gpu/render/job_env.py restores it): not in 22.05.8 (measured), in 24.11.5 (measured)
+    # sbatch writes --gpus-per-task (with --cpus-per-task, --tres-per-task) into the job's SLURM_TRES_PER_TASK
+    # and sets no SLURM_GPUS_PER_TASK (slurm_gpu/render/job_env.py): 22.05.8 sets SLURM_GPUS_PER_TASK and no
+    # SLURM_TRES_PER_TASK (measured); 24.11.5 the other way round (measured: the corpus' --gpus-per-task jobs)
     sets_tres_per_task_env: bool
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 

@@ -33,7 +33,7 @@ def test_tres_per_task_from_24_11():
     user, sent = [[("gpus-per-task", "1")]], [[("gpus-per-task", "h100:1")]]
     assert restore_steps(user, sent, OLD)[1] == []
     steps, tres = restore_steps(user, sent, NEW)
-    assert steps == [EnvStep("SLURM_GPUS_PER_TASK", "1")]
+    assert steps == []  # 24.11.5 sets no SLURM_GPUS_PER_TASK (measured)
     assert tres == [TresPerTask("SLURM_TRES_PER_TASK", "gres/gpu=1")]
 
 
