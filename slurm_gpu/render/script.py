@@ -209,7 +209,8 @@ def _canonical_options(options: Iterable[tuple[str, str | None]]) -> list[tuple[
 
 def _job_name_added(sub: Submission) -> bool:
     """Whether effective_options named the job where sbatch itself sets no SLURM_JOB_NAME: a script read
-    from standard input, no --job-name (measured on 22.05.8; a named script or --wrap: sbatch sets it)."""
+    from standard input, no --job-name (measured on 22.05.8; 24.11.5 sets SLURM_JOB_NAME=sbatch; a named
+    script or --wrap: sbatch sets it)."""
     named = any((BY_NAME[n].canonical if n in BY_NAME else n) == "job-name" for n, _ in sub.components[0])
     return not named and sub.wrap is None and (not sub.script_path or sub.script_path == "-")
 
@@ -439,7 +440,7 @@ def render_script(
     tres_per_task: list[TresPerTask] = []
     if launch == "batch":  # --launch=per-gpu is no drop-in: its srun reads the submitted options' variables
         restore, tres_per_task = restore_steps(sub.components, submitted, spelling)
-        if _job_name_added(sub):  # the script came on stdin: sbatch names the job but sets no SLURM_JOB_NAME
+        if _job_name_added(sub) and not spelling.stdin_job_name_env:  # stdin: 22.05 names the job, sets no variable
             restore.append(EnvStep("SLURM_JOB_NAME", None))
         export = dict(_canonical_options(submitted[0])).get("export") if submitted else None
         restore += sbatch_inputs(submit_env or {}, export)

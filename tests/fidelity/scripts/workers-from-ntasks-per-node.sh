@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # One background worker per task slot, counted from $SLURM_NTASKS_PER_NODE.
 # fidelity-expect: mode=run batch=1 python=2 gpus=2 nodes=1 tasks=2
+#SBATCH --ntasks=2
 #SBATCH --ntasks-per-node=2
 #SBATCH --gpus-per-task=1
 #SBATCH --time=10
