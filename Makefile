@@ -10,7 +10,7 @@ SYSPY ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || command -v
 STAMP := $(VENV)/.slurm-gpu-installed
 PYTEST_ARGS ?=
 
-.PHONY: all venv lab-up lab-down lab-status demo lint test test-here unit clean-venv
+.PHONY: all venv lab-up lab-down lab-status demo lint test test-here test-fidelity-plain unit clean-venv
 all: test
 
 $(STAMP): setup.cfg pyproject.toml
@@ -70,6 +70,19 @@ test:
 test-here: LAB_PACKAGES = demo,test,browser
 test-here: lint lab-up
 	"$(PY)" -m pytest $(TESTS) $(PYTEST_ARGS)
+	@if [ "$(TESTS)" = tests ]; then $(MAKE) --no-print-directory test-fidelity-plain; fi
+
+# The side-by-side corpus runs twice (tests/fidelity/README.md): in the lab with the compiled job_submit.lua
+# (the whole suite), then in a second lab of plain Slurm (`lab up --no-job-submit`, its own directory and
+# ports), the reference a site without the plugin has.
+PLAIN_LAB_DIR ?= /tmp/slurm-gpu-lab-plain
+PLAIN_LAB_PORT_BASE ?= 26817
+
+test-fidelity-plain: venv
+	SLURM_GPU_LAB_DIR=$(PLAIN_LAB_DIR) SLURM_GPU_LAB_PORT_BASE=$(PLAIN_LAB_PORT_BASE) SLURM_GPU_LAB_JOB_SUBMIT=0 "$(VENV)/bin/slurm-gpu" lab up
+	rc=0; SLURM_GPU_LAB_DIR=$(PLAIN_LAB_DIR) SLURM_GPU_LAB_PORT_BASE=$(PLAIN_LAB_PORT_BASE) SLURM_GPU_LAB_JOB_SUBMIT=0 \
+	  "$(PY)" -m pytest tests/fidelity -m slurm -q -p no:cacheprovider || rc=$$?; \
+	  SLURM_GPU_LAB_DIR=$(PLAIN_LAB_DIR) SLURM_GPU_LAB_PORT_BASE=$(PLAIN_LAB_PORT_BASE) "$(VENV)/bin/slurm-gpu" lab down; exit $$rc
 
 unit: lint
 	"$(PY)" -m pytest tests -m 'not slurm' $(PYTEST_ARGS)

@@ -16,7 +16,7 @@ import functools
 import os
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from slurm_gpu import __version__
@@ -25,6 +25,7 @@ from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.render.checkpoint import CheckpointSettings, protocol_options, user_lead
 from slurm_gpu.render.checkpoint import context as ckpt_context
+from slurm_gpu.render.job_env import EnvStep, TresPerTask, restore_steps, sbatch_inputs
 from slurm_gpu.slurm.sbatch.table import BY_NAME, MEMORY_GROUP, SAME_FIELD
 
 if TYPE_CHECKING:  # the types only (jinja2 is imported when a script is rendered)
@@ -202,6 +203,18 @@ def effective_options(sub: Submission, decision: Decision | None, plan: BindingP
     return out + [("verbose", None)] * verbose
 
 
+def _canonical_options(options: Iterable[tuple[str, str | None]]) -> list[tuple[str, str | None]]:
+    return [(BY_NAME[n].canonical if n in BY_NAME else n, v) for n, v in options]
+
+
+def _job_name_added(sub: Submission) -> bool:
+    """Whether effective_options named the job where sbatch itself sets no SLURM_JOB_NAME: a script read
+    from standard input, no --job-name (measured on 22.05.8; 24.11.5 sets SLURM_JOB_NAME=sbatch; a named
+    script or --wrap: sbatch sets it)."""
+    named = any((BY_NAME[n].canonical if n in BY_NAME else n) == "job-name" for n, _ in sub.components[0])
+    return not named and sub.wrap is None and (not sub.script_path or sub.script_path == "-")
+
+
 def _option_text(name: str, value: str | None) -> str:
     return f"--{name}" if value is None else f"--{name}={value}"
 
@@ -368,6 +381,7 @@ def render_script(
     component_decisions: Sequence[Decision] = (),
     bytecode_cache: jinja2.BytecodeCache | None = None,
     checkpoint: CheckpointSettings | None = None,
+    submit_env: Mapping[str, str] | None = None,
 ) -> RenderedScript:
     """Render the batch script for one submission (see the module docstring).
 
@@ -376,7 +390,9 @@ def render_script(
     templates' directory (default: the source tree's); ``component_decisions``: one Decision per
     heterogeneous-job component (default: ``decision`` for each); ``bytecode_cache``: a
     ``jinja2.BytecodeCache`` holding the compiled templates (gpusub's: slurm_gpu.submit.template_cache);
-    ``checkpoint``: the protocol's settings when it is on (None: the script is exactly as without it).
+    ``checkpoint``: the protocol's settings when it is on (None: the script is exactly as without it);
+    ``submit_env``: the submitter's environment, whose ``SBATCH_*`` variables (gpusub runs sbatch without
+    them) the job gets back as sbatch's job would see them (slurm_gpu/render/job_env.py).
     Raises RenderError.
     """
     check_payload(payload.text)
@@ -385,6 +401,7 @@ def render_script(
     components = len(sub.components)
     decisions = tuple(component_decisions) or (decision,) * components
     options: list[tuple[str, str | None]] = []
+    submitted: list[list[tuple[str, str | None]]] = []
     for k in range(components):
         if k:
             directives.append("hetjob")  # sbatch: the next #SBATCH lines are the next component's
@@ -393,6 +410,7 @@ def render_script(
         if checkpoint is not None and k == 0:
             mine = _with_protocol_options(mine, protocol_options(checkpoint, sub.options))
         options += mine
+        submitted.append(mine)
         for name, value in mine:
             if name == "wrap":  # the wrapped command is the payload
                 continue
@@ -418,6 +436,18 @@ def render_script(
     for arg in sub.script_args:
         _check_value("script argument", arg)
     shim = _task_shim(plan, sub) if launch == "per-gpu" else ""
+    restore: list[EnvStep] = []
+    tres_per_task: list[TresPerTask] = []
+    if launch == "batch":  # --launch=per-gpu is no drop-in: its srun reads the submitted options' variables
+        restore, tres_per_task = restore_steps(sub.components, submitted, spelling)
+        if _job_name_added(sub) and not spelling.stdin_job_name_env:  # stdin: 22.05 names the job, sets no variable
+            restore.append(EnvStep("SLURM_JOB_NAME", None))
+        export = dict(_canonical_options(submitted[0])).get("export") if submitted else None
+        restore += sbatch_inputs(submit_env or {}, export)
+    for step in restore:
+        if not _ENV_NAME.match(step.name):
+            raise RenderError(f"environment name {step.name!r}: accepted: letters, digits and _ (not first)")
+        _check_value(step.name, step.value)
     text = payload.text
     context = {
         "gpusub_version": __version__,
@@ -431,6 +461,8 @@ def render_script(
         "env": env,
         "srun_exports": srun_exports,
         "srun_unexported": [comment_text(t) for t in srun_unexported],
+        "restore": restore,
+        "tres_per_task": tres_per_task,
         "launch": launch,
         "srun_options": list(srun_options),
         "shim": launch == "per-gpu" and bool(shim),

@@ -64,6 +64,13 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     # The job reader (docs/records.md): squeue's JSON, whose strings user text cannot leave.
     squeue_json: str  # the option: "--json" (22.05: takes no argument) or "--json=v0.0.42" (pinned, 24.11+)
     squeue_json_filters: bool  # squeue --json honours -j/-t (24.11 measured); 22.05 prints every job it holds
+    # sbatch writes --gpus-per-task (with --cpus-per-task, --tres-per-task) into the job's SLURM_TRES_PER_TASK
+    # and sets no SLURM_GPUS_PER_TASK (slurm_gpu/render/job_env.py): 22.05.8 sets SLURM_GPUS_PER_TASK and no
+    # SLURM_TRES_PER_TASK (measured); 24.11.5 the other way round (measured: the corpus' --gpus-per-task jobs)
+    sets_tres_per_task_env: bool
+    # a script read from stdin, no --job-name: the job is named "sbatch"; SLURM_JOB_NAME is not set in the job
+    # on 22.05.8 (measured), set to "sbatch" on 24.11.5 (measured); 23.x not measured (taken as 22.05)
+    stdin_job_name_env: bool
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
     @property
@@ -104,7 +111,8 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                      json_numbers_wrapped=False, sinfo_json_key="nodes", enforce_binding_keeps_shape=True,
                      # measured on 22.05.8: openapi/v0.0.38; `--json=X` is refused ("doesn't allow an
                      # argument"); -j and -t are ignored (every job slurmctld holds, finished ones too)
-                     squeue_json="--json", squeue_json_filters=False)),
+                     squeue_json="--json", squeue_json_filters=False,
+                     sets_tres_per_task_env=False, stdin_job_name_env=False)),
     ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True,  # docs: data_parser plugins
                       # measured on 24.11.5 (docs/gpusub.md "Placement"): with enforce-binding a job with
                       # --cpus-per-task gets every core of its GPUs' sockets (-c 8 + 2 h100: NumCPUs=16, not 8;
@@ -112,12 +120,15 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                       # 22.05.8 keeps the shape. 23.02-24.05 not measured: treated as 24.11 (the shape rule wins)
                       enforce_binding_keeps_shape=False)),
     ((23, 11, 0), dict(gres_prefix="gres/", has_tres_bind=True, cpus_per_gpu_excludes_cpus_per_task=True,
-                       job_state_is_list=True, sinfo_json_key="sinfo")),
+                       job_state_is_list=True, sinfo_json_key="sinfo",
+                       # docs: 23.11 adds --tres-per-task and its output variable (measured on 24.11.5)
+                       sets_tres_per_task_env=True)),
     ((23, 11, 4), dict(has_allow_task_sharing=True)),
     ((24, 5, 0), dict(tres_per_task_sep="=")),
     # measured on 24.11.5: typed --gpus-per-task; squeue --json=v0.0.42 (data_parser/v0.0.40-42 ship; v0.0.42
     # is the one 24.11-26.05 all ship, notes/field-notes-2026-12.md) honours -j and -t
-    ((24, 11, 0), dict(typed_gpus_per_task_ok=True, squeue_json="--json=v0.0.42", squeue_json_filters=True)),
+    ((24, 11, 0), dict(typed_gpus_per_task_ok=True, squeue_json="--json=v0.0.42", squeue_json_filters=True,
+                       stdin_job_name_env=True)),
 )
 
 # Jobs are read from squeue's JSON only (docs/records.md): scontrol's job text prints the user's name,

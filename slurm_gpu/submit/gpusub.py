@@ -448,7 +448,7 @@ def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None,
     return render_script(prep.submission, prep.decision, prep.plan, prep.spelling,
                          payload_of(prep.submission, prep.script_text), template_dir=default_template_dir(),
                          component_decisions=prep.component_decisions, bytecode_cache=cache,
-                         checkpoint=checkpoint)
+                         checkpoint=checkpoint, submit_env=env)
 
 
 def write_rendered(text: str, env: Mapping[str, str]) -> str:

@@ -44,6 +44,14 @@ class Script:
     argv: tuple[str, ...]  # options before the script (# fidelity-argv:)
     args: tuple[str, ...]  # the script's own arguments (# fidelity-args:)
     env: tuple[tuple[str, str], ...] = ()  # SBATCH_* input variables (# fidelity-env:)
+    stdin: bool = False  # submitted on standard input, no script named (# fidelity-submit: stdin)
+    known: tuple[frozenset[str], str] = (frozenset(), "")  # (# fidelity-known: WHERE REASON)
+
+    def known_failure(self, where: str) -> str:
+        """The reason of a disagreement known to another part of the work (``where``: ``plugin`` /
+        ``plain``, the gpusub-vs-sbatch test in that lab; ``plugin-sbatch``: sbatch against the manifest
+        in the lab with the compiled job_submit.lua), or ""."""
+        return self.known[1] if where in self.known[0] else ""
 
     @property
     def mode(self) -> str:
@@ -59,7 +67,7 @@ def load_corpus(directory: str = SCRIPTS) -> list[Script]:
         with open(path, "rb") as fh:
             data = fh.read()
         text = data.decode()
-        meta = dict(re.findall(r"^# fidelity-(expect|argv|args|env): (.*)$", text, re.M))
+        meta = dict(re.findall(r"^# fidelity-(expect|argv|args|env|submit|known): (.*)$", text, re.M))
         if "expect" not in meta:
             raise ValueError(f"{path}: no '# fidelity-expect:' line")
         expect = dict(kv.split("=", 1) for kv in meta["expect"].split())
@@ -67,10 +75,29 @@ def load_corpus(directory: str = SCRIPTS) -> list[Script]:
             raise ValueError(f"{path}: mode must be one of {', '.join(MODES)}")
         if (expect["mode"] == "never") != ("pends" in expect):
             raise ValueError(f"{path}: mode=never and pends=<Slurm's reason> go together")
+        if meta.get("submit", "file") not in ("file", "stdin"):
+            raise ValueError(f"{path}: fidelity-submit must be file or stdin")
+        if meta.get("submit") == "stdin" and meta.get("args"):
+            raise ValueError(f"{path}: a script on standard input takes no arguments (sbatch has none to give)")
         out.append(Script(fname[:-3], path, hashlib.sha256(data).hexdigest(), expect,
                           tuple(shlex.split(meta.get("argv", ""))), tuple(shlex.split(meta.get("args", ""))),
-                          tuple(tuple(kv.split("=", 1)) for kv in shlex.split(meta.get("env", "")))))
+                          tuple(tuple(kv.split("=", 1)) for kv in shlex.split(meta.get("env", ""))),
+                          meta.get("submit") == "stdin", known(path, meta.get("known", ""))))
     return out
+
+
+KNOWN_WHERE = frozenset({"plugin", "plain", "plugin-sbatch"})
+
+
+def known(path: str, text: str) -> tuple[frozenset[str], str]:
+    """``plugin,plain issue 19 item 3: why`` -> ({"plugin", "plain"}, "issue 19 item 3: why")."""
+    if not text:
+        return frozenset(), ""
+    where, _, why = text.partition(" ")
+    labs = frozenset(where.split(","))
+    if not labs <= KNOWN_WHERE or not why.strip():
+        raise ValueError(f"{path}: fidelity-known: WHERE (of {', '.join(sorted(KNOWN_WHERE))}) and a reason")
+    return labs, why.strip()
 
 
 def task_ids(spec: str) -> tuple[int, ...]:
@@ -132,6 +159,7 @@ class Side:
     counts: Counter = field(default_factory=Counter)
     others: list[str] = field(default_factory=list)
     unfinished: str = ""
+    env: dict[str, dict[str, str]] = field(default_factory=dict)  # array task ("-": none) -> batch step env
 
     def by_task(self) -> dict[str, dict[str, object]]:
         return {str(r["array"]): r for r in self.records}
@@ -182,14 +210,19 @@ class Runner:
     def submit(self, case: Case, tool: str) -> Side:
         s = case.script
         exe = "sbatch" if tool == "sbatch" else self.gpusub
-        argv = [*(["--hold"] if s.mode == "hold" else []), *s.argv, s.name + ".sh", *s.args]
+        script = [] if s.stdin else [s.name + ".sh", *s.args]
+        argv = [*(["--hold"] if s.mode == "hold" else []), *s.argv, *script]
         if tool == "gpusub":  # FIDELITY_GPUSUB_OPTS: only for a negative control, e.g. --launch per-gpu
             argv = [*shlex.split(os.environ.get("FIDELITY_GPUSUB_OPTS", "")), *argv]
         env = [f"{k}={v}" for k, v in self.env(case).items()]
-        side = Side(tool, [tool, *argv])
+        side = Side(tool, [tool, *argv, *(["< " + s.name + ".sh"] if s.stdin else [])])
         try:
+            with open(s.path, "rb") as fh:
+                stdin = fh.read() if s.stdin else b""
             r = subprocess.run(["runuser", "-u", self.lab.user, "--", "env", "-i", *env, exe, *argv],
-                               cwd=case.workdir, capture_output=True, text=True, timeout=90)
+                               cwd=case.workdir, capture_output=True, input=stdin, timeout=90)
+            r = subprocess.CompletedProcess(r.args, r.returncode, r.stdout.decode(errors="replace"),
+                                            r.stderr.decode(errors="replace"))
         except subprocess.TimeoutExpired:
             side.err = "did not return within 90 s"
             return side
@@ -285,11 +318,78 @@ class Runner:
                 continue
             by_job.setdefault(rest[0] if rest else "-", []).append((key, rest))
         for side in case.sides.values():
+            side.env = read_envs(case.workdir, side.job)
             for key, rest in by_job.get(side.job or "", []):
                 if key.startswith("other-script"):
                     side.others.append(f"{key} step={rest[2] if len(rest) > 2 else '?'}")
                 else:
                     side.counts[key] += 1
+
+
+def read_envs(workdir: str, job: str | None) -> dict[str, dict[str, str]]:
+    """The batch step's environment of each of the job's array tasks (written by bin/record-batch.sh)."""
+    out: dict[str, dict[str, str]] = {}
+    if not job:
+        return out
+    for fname in os.listdir(workdir):
+        parts = fname.split(".")
+        if len(parts) == 3 and parts[0] == "env" and parts[1] == job:
+            with open(os.path.join(workdir, fname), "rb") as fh:
+                items = fh.read().split(b"\0")
+            out[parts[2]] = dict(x.decode(errors="replace").partition("=")[::2] for x in items if x)
+    return out
+
+
+# The batch step's variables allowed to differ between the sbatch job and the gpusub job (docs/gpusub.md,
+# "The job's environment"); every other variable must be the same, present in both or in neither.
+ENV_DIFFER = {  # pattern -> why
+    r"SLURM_JOB_ID|SLURM_JOBID|SLURM_ARRAY_JOB_ID|SLURM_JOB_ID_HET_GROUP_\d+|SLURM_HET_JOB_ID": "job id",
+    r"SLURM_TASK_PID|SLURM_JOB_START_TIME|SLURM_JOB_END_TIME": "process id, start and end time",
+    r"HOSTNAME|SLURMD_NODENAME|SLURM_NODELIST|SLURM_JOB_NODELIST(_HET_GROUP_\d+)?|SLURM_TOPOLOGY_ADDR": "node names",
+    r"SLURM_CPU_BIND|SLURM_CPU_BIND_(TYPE|LIST|VERBOSE)|SLURM_NTASKS_PER_SOCKET": "gpusub's documented binding",
+    r"GPUSUB_CKPT_[A-Z_]+|GPUSUB_RESTART_COUNT|GPUSUB_RESUME_FROM": "the checkpoint protocol's (docs/checkpointing.md)",
+}
+# placement: which GPUs the job got; the number of them must agree
+ENV_PLACEMENT = frozenset({"CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
+                           "SLURM_JOB_GPUS", "SLURM_STEP_GPUS"})
+# where the policy routed the job elsewhere than Slurm's default (the records' partition or QOS differ)
+ENV_ROUTED = {"partition": re.compile(r"SLURM_JOB_PARTITION(_HET_GROUP_\d+)?"),
+              "qos": re.compile(r"SLURM_JOB_QOS(_HET_GROUP_\d+)?")}
+_ENV_DIFFER = re.compile("|".join(f"(?:{p})" for p in ENV_DIFFER))
+# per node, in the order of the job's nodes (Slurm's "3,1" or "2(x2)"): which node holds what is placement;
+# the values, as a multiset, must agree. SLURM_CPUS_ON_NODE is the batch node's one of them.
+ENV_PER_NODE = frozenset({"SLURM_JOB_CPUS_PER_NODE", "SLURM_TASKS_PER_NODE"})
+
+
+def per_node(value: str) -> list[str]:
+    """``2(x2),1`` -> ["1", "2", "2"] (sorted)."""
+    out: list[str] = []
+    for item in value.split(","):
+        m = re.fullmatch(r"(.*)\(x(\d+)\)", item)
+        out += [m.group(1)] * int(m.group(2)) if m else [item]
+    return sorted(out)
+
+
+def env_differences(want: dict[str, str], got: dict[str, str], routed: frozenset[str] = frozenset()) -> list[str]:
+    """What differs between sbatch's batch-step environment (``want``) and gpusub's, less what may.
+    ``routed``: "partition" and/or "qos" when the jobs' records differ there (the policy chose)."""
+    out = []
+    for name in sorted(set(want) | set(got)):
+        a, b = want.get(name), got.get(name)
+        if a == b or _ENV_DIFFER.fullmatch(name):
+            continue
+        if any(ENV_ROUTED[k].fullmatch(name) for k in routed):
+            continue
+        if name in ENV_PLACEMENT and a is not None and b is not None and len(a.split(",")) == len(b.split(",")):
+            continue
+        if name in ENV_PER_NODE and a is not None and b is not None and per_node(a) == per_node(b):
+            continue
+        if (name == "SLURM_CPUS_ON_NODE" and a is not None and b is not None
+                and a in per_node(want.get("SLURM_JOB_CPUS_PER_NODE", a))
+                and b in per_node(got.get("SLURM_JOB_CPUS_PER_NODE", b))):
+            continue
+        out.append(f"{name}: sbatch {a!r}, gpusub {b!r}")
+    return out
 
 
 def run_all(lab, gpusub: str, scripts: list[Script], base: str, wait_s: float = 200) -> dict[str, Case]:

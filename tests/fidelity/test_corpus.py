@@ -83,3 +83,18 @@ def test_batch_recorder_counts_only_the_corpus_script(tmp_path):
     got = _run(tmp_path, ["bash", str(script)], BASH_ENV=os.path.join(harness.BIN, "record-batch.sh"),
                FIDELITY_SCRIPT_SHA=sha)
     assert got == Counter({"batch": 1, "other-script": 1})
+
+
+def test_env_differences_allow_only_the_documented_list():
+    want = {"SLURM_JOB_ID": "1", "SLURM_GPUS_PER_NODE": "4", "CUDA_VISIBLE_DEVICES": "0,1",
+            "SLURM_JOB_CPUS_PER_NODE": "3,1", "SLURM_CPUS_ON_NODE": "3", "SLURM_JOB_PARTITION": "batch"}
+    got = dict(want, SLURM_JOB_ID="2", CUDA_VISIBLE_DEVICES="4,5", SLURM_JOB_CPUS_PER_NODE="1,3",
+               SLURM_CPUS_ON_NODE="1", SLURM_CPU_BIND="cores")
+    assert harness.env_differences(want, got) == []
+    assert harness.env_differences(want, dict(got, SLURM_GPUS_PER_NODE="h100:4")) == [
+        "SLURM_GPUS_PER_NODE: sbatch '4', gpusub 'h100:4'"]
+    assert harness.env_differences(want, dict(got, CUDA_VISIBLE_DEVICES="4")) != []
+    assert harness.env_differences(want, dict(got, SLURM_JOB_CPUS_PER_NODE="2(x2)")) != []
+    assert harness.env_differences(want, dict(got, SLURM_JOB_PARTITION="interactive")) != []
+    assert harness.env_differences(want, dict(got, SLURM_JOB_PARTITION="interactive"), frozenset({"partition"})) == []
+    assert harness.env_differences(want, dict(got, SHLVL="2")) == ["SHLVL: sbatch None, gpusub '2'"]

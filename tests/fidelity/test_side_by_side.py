@@ -13,9 +13,11 @@ Two tests per script:
 - ``test_sbatch_matches_manifest``: sbatch's own outcome against the hand-written ``# fidelity-expect:`` line
   (how many times the batch script ran, how many workers each launcher started, nodes, GPUs...). This is
   what proves the harness measures what it claims.
-- ``test_gpusub_matches_sbatch``: the gpusub job against the sbatch job. Allowed to differ: partition, QOS
-  (what the policy chose), placement and binding (not compared), the TRES GPU type when the script asked
-  for an untyped GPU, and the time limit when the partitions differ (their default times differ).
+- ``test_gpusub_matches_sbatch``: the gpusub job against the sbatch job, and the batch step's full
+  environment (``env -0``, recorded by bin/record-batch.sh) against sbatch's. Allowed to differ: partition,
+  QOS (what the policy chose; their SLURM_JOB_* variables with them), placement (node names; which GPUs, not
+  how many), job ids and times, gpusub's documented binding variables (harness.ENV_DIFFER), the TRES GPU type
+  when the script asked for an untyped GPU, and the time limit when the partitions differ.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.slurm
 
 CORPUS = harness.load_corpus()
 IDS = [s.name for s in CORPUS]
-WAIT_S = float(os.environ.get("FIDELITY_WAIT_S", "200"))
+WAIT_S = float(os.environ.get("FIDELITY_WAIT_S", "600"))
 
 
 @pytest.fixture(scope="module")
@@ -76,8 +78,18 @@ def policy_plugin(slurm_lab) -> bool:
     return any(line.split("=", 1)[0].strip() == "JobSubmitPlugins" and "lua" in line for line in conf.splitlines())
 
 
+def _expect_known(request, script, where: str) -> None:
+    """A disagreement the header marks as another item's (``# fidelity-known:``): expected to fail, strictly
+    (once that work lands, the pass fails the test until the mark is removed)."""
+    why = script.known_failure(where)
+    if why:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=f"known ({where} lab): {why}"))
+
+
 @pytest.mark.parametrize("script", CORPUS, ids=IDS)
-def test_sbatch_matches_manifest(results, script, policy_plugin):
+def test_sbatch_matches_manifest(results, script, policy_plugin, request):
+    if policy_plugin:
+        _expect_known(request, script, "plugin-sbatch")
     case = results[script.name]
     sb = case.sides["sbatch"]
     report = _report(case)
@@ -119,7 +131,8 @@ def test_sbatch_matches_manifest(results, script, policy_plugin):
 
 
 @pytest.mark.parametrize("script", CORPUS, ids=IDS)
-def test_gpusub_matches_sbatch(results, script):
+def test_gpusub_matches_sbatch(results, script, policy_plugin, request):
+    _expect_known(request, script, "plugin" if policy_plugin else "plain")
     case = results[script.name]
     sb, gs = case.sides["sbatch"], case.sides["gpusub"]
     report = _report(case)
@@ -161,6 +174,15 @@ def test_gpusub_matches_sbatch(results, script):
         elif len(got["gpu_types"]) > 1:
             problems.append(f"task {task}: GPU TRES of several types for an untyped request: {got['gpu_types']}")
     if script.mode == "run":
+        for task, want_env in sorted(sb.env.items()):  # the batch step's full environment
+            got_env = gs.env.get(task)
+            if got_env is None:
+                problems.append(f"task {task}: gpusub's batch step recorded no environment (sbatch's did)")
+                continue
+            key = task if task != "-" else "None"  # by_task's key of a job that is no array
+            want, got = sb_tasks.get(key) or {}, gs_tasks.get(key) or {}
+            routed = frozenset(k for k in ("partition", "qos") if want.get(k) != got.get(k))
+            problems += [f"task {task}: env {d}" for d in harness.env_differences(want_env, got_env, routed)]
         if gs.unfinished:
             problems.append("gpusub's job did not finish in time")
         if gs.counts != sb.counts:

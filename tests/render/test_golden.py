@@ -54,7 +54,7 @@ def rendered_for(name: str, version: str, tmp_path) -> str:
         prep = prepare([os.path.basename(a) if a == str(path) else a for a in argv], env, NoSlurm())
     finally:
         os.chdir(cwd)
-    rendered = render_prepared(prep)
+    rendered = render_prepared(prep, env)  # as gpusub renders it: the SBATCH_* variables go back to the job
     return rendered.text + "".join(f"# sbatch argv: {a!r}\n" for a in rendered.sbatch_argv)
 
 

@@ -48,6 +48,25 @@ def _which(command: str, path: str | None) -> str | None:
     return None
 
 
+# PEP 538: a Python started in the C locale sets LC_CTYPE to one of these in its own environment, which
+# sbatch would pass on to the job (plain sbatch's job has no LC_CTYPE then; measured on 22.05.8).
+_COERCED = frozenset({"C.UTF-8", "C.utf8", "UTF-8"})
+
+
+def _coerced_locale(env: Mapping[str, str]) -> bool:
+    """Whether ``env``'s LC_CTYPE is the one this interpreter set at its start (not in the environment
+    the process was started with, /proc/self/environ), rather than the user's."""
+    value = env.get("LC_CTYPE")
+    if value not in _COERCED or os.environ.get("LC_CTYPE") != value:
+        return False
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            initial = fh.read().split(b"\0")
+    except OSError:
+        return False
+    return not any(item.startswith(b"LC_CTYPE=") for item in initial)
+
+
 class SbatchCli:
     """SlurmClient through sbatch and scontrol. ``env`` is the client environment (default: ours)."""
 
@@ -142,7 +161,10 @@ class SbatchCli:
     def submit_env(self) -> dict[str, str]:
         """The environment sbatch runs with: ours without the ``SBATCH_*`` input variables, whose effect
         the rendered script already carries (sbatch would otherwise let them override its directives)."""
-        return {k: v for k, v in self.env.items() if not k.startswith("SBATCH_")}
+        env = {k: v for k, v in self.env.items() if not k.startswith("SBATCH_")}
+        if _coerced_locale(env):
+            del env["LC_CTYPE"]
+        return env
 
     def _sbatch(self, flag: str, options: Sequence[str], script_path: str,
                 script_args: Sequence[str]) -> tuple[str, str]:

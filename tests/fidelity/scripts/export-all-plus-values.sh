@@ -1,0 +1,7 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# fidelity-argv: --export=ALL,NCCL_DEBUG=INFO,OMP_NUM_THREADS=2
+# fidelity-expect: mode=run batch=1 launch.torchrun=1 worker.torchrun=2 python=2 gpus=2 nodes=1
+#SBATCH --gpus-per-node=2
+#SBATCH --time=10
+torchrun --standalone --nproc_per_node="$SLURM_GPUS_PER_NODE" train.py
