@@ -33,8 +33,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     # pure packages, lowest first
     "topology": GROUND,
     "sharing": GROUND,
-    "checkpoint": GROUND,
     "slurm": GROUND | {"sharing"},
+    "checkpoint": GROUND | {"slurm"},  # slurm.release: the step ids (the batch step's is -5 on 26.05)
     "policy": GROUND | {"sharing", "checkpoint"},
     "ports": GROUND | {"slurm"},
     "placement": GROUND | {"topology", "slurm", "policy"},

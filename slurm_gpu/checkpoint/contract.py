@@ -7,16 +7,20 @@ Rank identity, in order of precedence (the first complete, valid pair wins):
 1. ``RANK`` / ``WORLD_SIZE``: set by torchrun (and torch.distributed launchers) for each worker. Under
    ``srun torchrun ...`` Slurm's task id names the node's launcher, not the worker, so the worker's own
    rank is the one that counts.
-2. ``SLURM_PROCID`` / ``SLURM_STEP_NUM_TASKS`` (else ``SLURM_NTASKS``), inside a job step only
-   (``SLURM_STEP_ID`` set): every task of an ``srun`` step is one rank.
-3. Otherwise a single process: rank 0 of 1. The batch script itself is not a step, so a plain command
-   in the batch script marks alone even when the job asked for several tasks.
+2. ``SLURM_PROCID`` / ``SLURM_STEP_NUM_TASKS`` (else ``SLURM_NTASKS``), inside an ``srun`` step only
+   (``SLURM_STEP_ID`` a normal step id): every task of an ``srun`` step is one rank.
+3. Otherwise a single process: rank 0 of 1. The batch script itself is not an srun step, so a plain
+   command in the batch script marks alone even when the job asked for several tasks. 26.05 sets
+   ``SLURM_STEP_ID=-5`` (the batch step) there; 22.05 and 24.11 leave it unset: the special step ids
+   (batch, extern, interactive) are slurm_gpu.slurm.release.SPECIAL_STEP_IDS.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Literal, cast, get_args
+
+from slurm_gpu.slurm.release import srun_step_id
 
 ENV_DIR = "GPUSUB_CKPT_DIR"  # the per-job directory, the same across requeues
 ENV_RESTART_COUNT = "GPUSUB_RESTART_COUNT"  # 0 on the first run
@@ -53,7 +57,7 @@ def identity(env: Mapping[str, str]) -> tuple[int, int, str]:
     """(rank, world size, where they came from) by the precedence above. A pair that is set but bad
     (a rank outside the world) raises ContractError: marking under a wrong rank would corrupt the step."""
     pairs = [("RANK", "WORLD_SIZE")]
-    if env.get("SLURM_STEP_ID") is not None:
+    if srun_step_id(env.get("SLURM_STEP_ID")) is not None:
         pairs.append(("SLURM_PROCID", "SLURM_STEP_NUM_TASKS" if "SLURM_STEP_NUM_TASKS" in env else "SLURM_NTASKS"))
     for rank_name, world_name in pairs:
         world = _int(env, world_name, 1, MAX_WORLD)

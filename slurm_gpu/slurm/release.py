@@ -145,6 +145,33 @@ JSON_DIALECTS: dict[str, str] = {
     "data_parser/v0.0.42": "wrapped",  # 24.11-26.05 (measured on 24.11.5; the pinned one)
 }
 
+# SLURM_STEP_ID of the steps srun does not start (slurm.h: SLURM_BATCH_SCRIPT 0xfffffffb, SLURM_EXTERN_CONT
+# 0xfffffffc, SLURM_INTERACTIVE_STEP 0xfffffffa, SLURM_PENDING_STEP 0xfffffffd; a normal step's id is
+# 0..SLURM_MAX_NORMAL_STEP_ID = 0xfffffff0). 22.05.8 and 24.11.5 leave SLURM_STEP_ID unset in the batch script
+# (measured); 26.05.5 sets SLURM_STEP_ID=-5 there (measured, issue 21: the id printed signed). 25.05/25.11 not
+# measured. Both spellings (signed and unsigned) of every special id are listed: a step whose id is one of these
+# is no srun step, so its SLURM_PROCID/SLURM_NTASKS are not a rank of a multi-rank step.
+SPECIAL_STEP_IDS: dict[str, str] = {
+    "-3": "pending", str(0xFFFFFFFD): "pending",
+    "-4": "extern", str(0xFFFFFFFC): "extern",
+    "-5": "batch", str(0xFFFFFFFB): "batch",
+    "-6": "interactive", str(0xFFFFFFFA): "interactive",
+}
+MAX_NORMAL_STEP_ID = 0xFFFFFFF0
+# (first release, what the batch script's SLURM_STEP_ID is: None = unset): the measured rows of the above.
+BATCH_STEP_ID_ENV: tuple[tuple[Version, str | None], ...] = (((0, 0, 0), None), ((26, 5, 0), "-5"))
+
+
+def srun_step_id(text: str | None) -> int | None:
+    """SLURM_STEP_ID as the id of a step srun started (0..MAX_NORMAL_STEP_ID); None when unset, a special
+    step (the batch script on 26.05: ``-5``; the extern or interactive step) or not a number at all."""
+    t = (text or "").strip()
+    if not t or t in SPECIAL_STEP_IDS or not (t.isascii() and t.isdigit() and len(t) <= 10):
+        return None
+    value = int(t)
+    return value if value <= MAX_NORMAL_STEP_ID else None
+
+
 # Versions the golden files and the lab cover.
 KNOWN_VERSIONS: tuple[Version, ...] = ((22, 5, 8), (23, 2, 7), (23, 11, 10), (24, 11, 5), (25, 11, 0))
 DEFAULT_VERSION: Version = (22, 5, 8)

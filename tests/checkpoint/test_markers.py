@@ -225,6 +225,11 @@ STEP = {"SLURM_STEP_ID": "0"}
     ({"RANK": "3", "WORLD_SIZE": "4"}, (3, 4, "RANK/WORLD_SIZE")),
     ({"RANK": "3", **STEP, "SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2"},
      (1, 2, "SLURM_PROCID/SLURM_STEP_NUM_TASKS")),  # RANK without WORLD_SIZE is no pair
+    # 26.05's batch script: SLURM_STEP_ID=-5 (the batch step), SLURM_PROCID=0 SLURM_NTASKS=4: no srun step
+    ({"SLURM_STEP_ID": "-5", "SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, (0, 1, "single process")),
+    ({"SLURM_STEP_ID": "4294967291", "SLURM_PROCID": "0", "SLURM_NTASKS": "4"}, (0, 1, "single process")),
+    ({"SLURM_STEP_ID": "-4", "SLURM_PROCID": "0", "SLURM_NTASKS": "2"}, (0, 1, "single process")),  # extern
+    ({"SLURM_STEP_ID": "7", "SLURM_PROCID": "1", "SLURM_NTASKS": "2"}, (1, 2, "SLURM_PROCID/SLURM_NTASKS")),
 ])
 def test_identity_precedence(env: dict[str, str], expected: tuple[int, int, str]) -> None:
     assert contract.identity(env) == expected
@@ -300,3 +305,13 @@ def test_policy_keys_are_read_and_validated(tmp_path: Path) -> None:
 def test_bad_policy_keys_are_one_error_each(tmp_path: Path, line: str, field: str) -> None:
     _, errors = _policy(tmp_path, f"  {line}\n")
     assert len(errors) == 1 and field in errors[0] and "p.yaml:" in errors[0], errors
+
+
+def test_special_step_ids_come_from_the_release_table() -> None:
+    """Every batch-script SLURM_STEP_ID the release table records (26.05: -5) is no srun step."""
+    from slurm_gpu.slurm.release import BATCH_STEP_ID_ENV, SPECIAL_STEP_IDS, srun_step_id
+
+    assert [v for _, v in BATCH_STEP_ID_ENV if v is not None] == ["-5"]
+    for text in [v for _, v in BATCH_STEP_ID_ENV if v is not None] + list(SPECIAL_STEP_IDS):
+        assert srun_step_id(text) is None, text
+    assert [srun_step_id(t) for t in ("0", "12", " 3 ", "x", "", None, "-1")] == [0, 12, 3, None, None, None, None]
