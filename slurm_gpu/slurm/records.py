@@ -590,11 +590,17 @@ def _reason(job: Mapping[str, Any]) -> str:
     return desc.replace(" ", "_") if desc else (_text(job.get("state_reason")) or "None")
 
 
+# data_parser/v0.0.43+ (25.05+): the expanded path beside the pattern (openapi release notes, 25.05)
+_EXPANDED = {"standard_input": "stdin_expanded", "standard_output": "stdout_expanded",
+             "standard_error": "stderr_expanded"}
+
+
 def _std_path(job: Mapping[str, Any], key: str) -> str | None:
     """An output path as scontrol prints it: Slurm's default (``slurm-%j.out``, arrays ``slurm-%A_%a.out``)
     where the job set none, relative to the work dir, with ``%j %A %a %u %x %N %%`` filled in (22.05's JSON
-    keeps the pattern; 24.11's fills it in already)."""
-    text = _text(job.get(key))
+    keeps the pattern; 24.11's fills it in already; from data_parser/v0.0.43 ``standard_output`` is the pattern
+    again and ``stdout_expanded`` the path, measured on 26.05.5: the expanded one is read where it is given)."""
+    text = _text(job.get(_EXPANDED[key])) or _text(job.get(key))
     batch = job.get("batch_flag") is True
     if not text:
         if key == "standard_input":
@@ -779,7 +785,7 @@ def read_jobs(text: str, topology: Topology | None = None, keys: Collection[str]
     release = _text(_obj(meta.get("slurm") or meta.get("Slurm")).get("release"))
     problems: list[str] = []
     if dialect not in JSON_DIALECTS:
-        problems.append(f"squeue --json: unknown JSON format {dialect[:40]!r} (read as {sorted(JSON_DIALECTS)[-1]})")
+        problems.append(f"squeue --json: unknown JSON format {dialect[:40]!r} (read by its shape)")
     jobs: list[JobRecord] = []
     left_out = 0
     wanted = _JOB_FIELDS if keys is None else tuple((k, f) for k, f in _JOB_FIELDS if k in keys)

@@ -62,7 +62,7 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     sinfo_json_key: str  # "nodes" (openapi v0.0.38/39) or "sinfo" (data_parser >= v0.0.40)
     enforce_binding_keeps_shape: bool  # --gres-flags=enforce-binding leaves NumCPUs/NumNodes/NumTasks as asked
     # The job reader (docs/records.md): squeue's JSON, whose strings user text cannot leave.
-    squeue_json: str  # the option: "--json" (22.05: takes no argument) or "--json=v0.0.42" (pinned, 24.11+)
+    squeue_json: str  # the option: "--json" (22.05: takes no argument), "--json=v0.0.42" (24.11-25.11), v0.0.45 (26.05)
     squeue_json_filters: bool  # squeue --json honours -j/-t (24.11 measured); 22.05 prints every job it holds
     # sbatch writes --gpus-per-task (with --cpus-per-task, --tres-per-task) into the job's SLURM_TRES_PER_TASK
     # and sets no SLURM_GPUS_PER_TASK (slurm_gpu/render/job_env.py): 22.05.8 sets SLURM_GPUS_PER_TASK and no
@@ -71,6 +71,9 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     # a script read from stdin, no --job-name: the job is named "sbatch"; SLURM_JOB_NAME is not set in the job
     # on 22.05.8 (measured), set to "sbatch" on 24.11.5 (measured); 23.x not measured (taken as 22.05)
     stdin_job_name_env: bool
+    # sbatch refuses --gpus-per-node with --gres=gpu (26.05: "fatal: --gpus-per-node and --gres=gpu are mutually
+    # exclusive.", exit 1, from any mix of #SBATCH lines, SBATCH_* and the command line; measured on 26.05.5)
+    gpus_per_node_excludes_gres_gpu: bool
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
     @property
@@ -112,7 +115,8 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                      # measured on 22.05.8: openapi/v0.0.38; `--json=X` is refused ("doesn't allow an
                      # argument"); -j and -t are ignored (every job slurmctld holds, finished ones too)
                      squeue_json="--json", squeue_json_filters=False,
-                     sets_tres_per_task_env=False, stdin_job_name_env=False)),
+                     sets_tres_per_task_env=False, stdin_job_name_env=False,
+                     gpus_per_node_excludes_gres_gpu=False)),
     ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True,  # docs: data_parser plugins
                       # measured on 24.11.5 (docs/gpusub.md "Placement"): with enforce-binding a job with
                       # --cpus-per-task gets every core of its GPUs' sockets (-c 8 + 2 h100: NumCPUs=16, not 8;
@@ -129,7 +133,14 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
     # is the one 24.11-26.05 all ship, notes/field-notes-2026-12.md) honours -j and -t
     ((24, 11, 0), dict(typed_gpus_per_task_ok=True, squeue_json="--json=v0.0.42", squeue_json_filters=True,
                        stdin_job_name_env=True)),
+    # 26.05: CHANGELOG/slurm-26.05.md 26.05.0rc1 and sbatch.1 ("mutually exclusive with --gpus-per-node");
+    # measured on 26.05.5 (Debian testing)
+    # 26.05: v0.0.42 deprecated (removed in 26.11): squeue --json=v0.0.45, its default (measured on 26.05.5: the
+    # records read from v0.0.45 equal v0.0.42's, SubmitLine aside, with stdout_expanded for the paths)
+    ((26, 5, 0), dict(gpus_per_node_excludes_gres_gpu=True, squeue_json="--json=v0.0.45")),
 )
+
+GPUS_PER_NODE_WITH_GRES_GPU = "--gpus-per-node and --gres=gpu are mutually exclusive."  # 26.05.5's sbatch, verbatim
 
 # Jobs are read from squeue's JSON only (docs/records.md): scontrol's job text prints the user's name,
 # comment, paths and, from 26.05, SubmitLine= (the whole command line, mid-record; notes of issue 21) raw.
@@ -142,8 +153,22 @@ JSON_DIALECTS: dict[str, str] = {
     "data_parser/v0.0.39": "wrapped",  # 23.02 (docs)
     "data_parser/v0.0.40": "wrapped",  # 23.11-24.11 (measured on 24.11.5 with --json=v0.0.40)
     "data_parser/v0.0.41": "wrapped",  # 24.05-25.11 (docs)
-    "data_parser/v0.0.42": "wrapped",  # 24.11-26.05 (measured on 24.11.5; the pinned one)
+    "data_parser/v0.0.42": "wrapped",  # 24.11-26.05 (measured on 24.11.5; pinned there; deprecated in 26.05)
+    "data_parser/v0.0.43": "wrapped",  # 25.05-26.05 (docs; measured on 26.05.5: stdout_expanded beside the pattern)
+    "data_parser/v0.0.44": "wrapped",  # 25.11-26.05 (docs; measured on 26.05.5)
+    "data_parser/v0.0.45": "wrapped",  # 26.05 (measured on 26.05.5: squeue's default there; pinned there)
 }
+# The data_parser versions each release ships (src/plugins/data_parser; RELEASE_NOTES: v0.0.40 removed in 25.11,
+# v0.0.41 in 26.05, v0.0.42 deprecated in 26.05 and removed in 26.11). 26.05.5's `squeue --json=list` printed
+# v0.0.42-45 (measured). The reader pins the newest one its release ships that the reader knows (SQUEUE_JSON rows).
+JSON_SHIPPED: tuple[tuple[Version, tuple[str, ...]], ...] = (
+    ((22, 5, 0), ("openapi/v0.0.36", "openapi/v0.0.37", "openapi/v0.0.38")),
+    ((23, 2, 0), ("data_parser/v0.0.39",)),
+    ((24, 11, 0), ("data_parser/v0.0.40", "data_parser/v0.0.41", "data_parser/v0.0.42")),
+    ((25, 5, 0), ("data_parser/v0.0.40", "data_parser/v0.0.41", "data_parser/v0.0.42", "data_parser/v0.0.43")),
+    ((25, 11, 0), ("data_parser/v0.0.41", "data_parser/v0.0.42", "data_parser/v0.0.43", "data_parser/v0.0.44")),
+    ((26, 5, 0), ("data_parser/v0.0.42", "data_parser/v0.0.43", "data_parser/v0.0.44", "data_parser/v0.0.45")),
+)
 
 # SLURM_STEP_ID of the steps srun does not start (slurm.h: SLURM_BATCH_SCRIPT 0xfffffffb, SLURM_EXTERN_CONT
 # 0xfffffffc, SLURM_INTERACTIVE_STEP 0xfffffffa, SLURM_PENDING_STEP 0xfffffffd; a normal step's id is

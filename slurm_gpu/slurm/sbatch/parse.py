@@ -20,9 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import field
 
 from slurm_gpu.plain import Record, record
-from slurm_gpu.slurm.release import Version, as_version
+from slurm_gpu.slurm.release import GPUS_PER_NODE_WITH_GRES_GPU, Version, as_version, spelling_for
 from slurm_gpu.slurm.sbatch.directives import DEFAULT_MAX_SCRIPT_BYTES, check_script, script_directives
 from slurm_gpu.slurm.sbatch.getopt import RESET, Event, OptionError, check_value, env_events, getopt
+from slurm_gpu.slurm.sbatch import values as sv
 from slurm_gpu.slurm.sbatch.gpu_forms import check_gpu_options
 from slurm_gpu.slurm.sbatch.table import (
     BY_NAME,
@@ -146,6 +147,9 @@ def parse_submission(
                 raise OptionError("--exclusive and --oversubscribe are mutually exclusive (Slurm >= 24.11); "
                                   "give only one")
         comps.append(_apply(events, gpusub, version))
+    if version is not None and spelling_for(version).gpus_per_node_excludes_gres_gpu:
+        for options, _origin in comps:
+            _refuse_gpus_per_node_with_gres_gpu(dict(options))
     for n, (options, _origin) in enumerate(comps):
         try:
             check_gpu_options(dict(options).get)
@@ -156,6 +160,21 @@ def parse_submission(
     return Submission(options, opts, script_path, script_args, wrap, origin,
                       components=tuple(c[0] for c in comps),
                       script_from_stdin=script_path is None and wrap is None)
+
+
+def _refuse_gpus_per_node_with_gres_gpu(options: Mapping[str, str | None]) -> None:
+    """26.05's sbatch: --gpus-per-node and --gres=gpu (a gpu item, typed or not) may not both be set, from
+    whatever sources they came (the script, SBATCH_*, the command line; measured on 26.05.5)."""
+    gres = options.get("gres")
+    if options.get("gpus-per-node") is None or gres is None:
+        return
+    try:
+        items = sv.parse_gres(gres)
+    except ValueError:
+        return  # check_gpu_options reports a bad --gres
+    if any(g.name == "gpu" for g in items):
+        raise OptionError(f"{GPUS_PER_NODE_WITH_GRES_GPU[:-1]} (Slurm >= 26.05); give the GPUs per node once: "
+                          "--gres=gpu:[TYPE:]N or --gpus-per-node=[TYPE:]N")
 
 
 def _script_events(words: list[str], lines: list[int], version: Version | None,

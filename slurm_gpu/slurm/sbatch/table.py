@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The sbatch option table (data only): every option sbatch accepts in Slurm 22.05 .. 25.11.
+"""The sbatch option table (data only): every option sbatch accepts in Slurm 22.05 .. 26.05.
 
 Read from sbatch(1) (doc/man/man1/sbatch.1) and cross-checked with sbatch's getopt table
 (src/common/slurm_opt.c, src/sbatch/opt.c) at tags slurm-22-05-8-1, 23-02-8-1, 23-11-11-1, 24-05-8-1,
-24-11-0-1, 25-05-8-1 and 25-11-7-1. Columns:
+24-11-0-1, 25-05-8-1 and 25-11-7-1; 26.05 from sbatch(1) of Debian testing's slurm-client 26.05.5
+(--container-type, --mem-update new; --uid/--gid deprecated) and that sbatch itself
+(tests/sbatch/test_sbatch_lab.py::test_table_matches_the_real_sbatch). Columns:
 
 - ``arg``: ``none`` / ``required`` / ``optional`` (getopt_long's no/required/optional_argument).
 - ``env``: the ``SBATCH_*`` input environment variables that set the option (space separated).
@@ -24,7 +26,7 @@ from slurm_gpu.plain import NamedTuple, Record, record
 from slurm_gpu.slurm.release import Version
 
 OLDEST: Version = (22, 5, 0)
-NEWEST: Version = (25, 11, 0)
+NEWEST: Version = (26, 5, 0)
 
 # name                   short arg       env                                      since  until  flags
 _TABLE = """
@@ -45,6 +47,7 @@ consolidate-segments     -     none      SBATCH_CONSOLIDATE_SEGMENTS            
 constraint               C     required  SBATCH_CONSTRAINT                        -      -
 container                -     required  SBATCH_CONTAINER                         -      -
 container-id             -     required  SBATCH_CONTAINER_ID                      23.02  -
+container-type           -     required  SBATCH_CONTAINER_TYPE                    26.05  -
 context                  -     required  -                                        -      -      undoc
 contiguous               -     none      -                                        -      -
 core-spec                S     required  SBATCH_CORE_SPEC                         -      -
@@ -89,6 +92,7 @@ mem                      -     required  SBATCH_MEM_PER_NODE                    
 mem-bind                 -     required  SBATCH_MEM_BIND                          -      -
 mem-per-cpu              -     required  SBATCH_MEM_PER_CPU                       -      -
 mem-per-gpu              -     required  SBATCH_MEM_PER_GPU                       -      -
+mem-update               -     required  -                                        26.05  -
 mincpus                  -     required  -                                        -      -
 network                  -     required  SBATCH_NETWORK                           -      -
 nice                     -     optional  -                                        -      -
@@ -155,7 +159,7 @@ wrap                     -     required  -                                      
 ENV_ORDER: tuple[str, ...] = tuple((
     "SBATCH_ACCOUNT SBATCH_ARRAY_INX SBATCH_ACCTG_FREQ SBATCH_BATCH SBATCH_BURST_BUFFER "
     "SBATCH_CLUSTER_CONSTRAINT SBATCH_CLUSTERS SLURM_CLUSTERS SBATCH_CONSOLIDATE_SEGMENTS SBATCH_CONTAINER "
-    "SBATCH_CONTAINER_ID SBATCH_CONSTRAINT SBATCH_CORE_SPEC SBATCH_CPU_FREQ_REQ SBATCH_CPUS_PER_GPU "
+    "SBATCH_CONTAINER_ID SBATCH_CONTAINER_TYPE SBATCH_CONSTRAINT SBATCH_CORE_SPEC SBATCH_CPU_FREQ_REQ SBATCH_CPUS_PER_GPU "
     "SBATCH_DELAY_BOOT SBATCH_DISTRIBUTION SBATCH_EXCLUSIVE SBATCH_EXPORT SBATCH_GET_USER_ENV SBATCH_GRES "
     "SBATCH_GRES_FLAGS SBATCH_GPUS SBATCH_GPU_BIND SBATCH_GPU_FREQ SBATCH_GPUS_PER_NODE "
     "SBATCH_GPUS_PER_SOCKET SBATCH_GPUS_PER_TASK SLURM_HINT SBATCH_HINT SBATCH_JOB_NAME SBATCH_MEM_BIND "
@@ -169,6 +173,10 @@ ENV_ORDER: tuple[str, ...] = tuple((
 
 # Input variables sbatch reads that are not tied to a named option (see above).
 ENV_ONLY: tuple[str, ...] = ("SBATCH_WAIT4SWITCH",)
+
+# Options sbatch(1) calls deprecated, from the release that says so (they still work there): 26.05.5's sbatch.1,
+# "NOTE: The --uid argument is deprecated and will be removed in a future release" (and --gid); CHANGELOG 26.05.
+DEPRECATED: dict[str, Version] = {"uid": (26, 5, 0), "gid": (26, 5, 0)}
 
 # Options that write the same field inside sbatch: the last one processed wins over the others.
 SAME_FIELD: tuple[frozenset[str], ...] = (
