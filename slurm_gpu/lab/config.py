@@ -15,15 +15,14 @@ from slurm_gpu.emit.gres_conf import gres_names
 from slurm_gpu.emit.sacctmgr import qos_add_commands, qos_limit_commands
 from slurm_gpu.emit.slurm_conf import partition_line
 from slurm_gpu.lab.spec import LabHooks, LabSpec
+from slurm_gpu.slurm.release import PREEMPT_SIGNAL_LINE
+from slurm_gpu.slurm.release import SUPPORTED as SUPPORTED_RELEASES
 
 # (first version with the behaviour, key) -> value; looked up by version_value()
 VERSION_TABLE: dict[str, tuple[tuple[tuple[int, int], str], ...]] = {
     # preempt_send_user_signal moved from SlurmctldParameters to PreemptParameters in 23.02;
-    # 22.05 dies on the unknown key PreemptParameters.
-    "preempt_signal_line": (
-        ((0, 0), "SlurmctldParameters=preempt_send_user_signal"),
-        ((23, 2), "PreemptParameters=send_user_signal"),
-    ),
+    # 22.05 dies on the unknown key PreemptParameters (the fact: slurm_gpu.slurm.release.PREEMPT_SIGNAL_LINE).
+    "preempt_signal_line": tuple((v[:2], line) for v, line in PREEMPT_SIGNAL_LINE),
     # The lab's nodes claim more CPUs (2 x 16 cores) than the machine has (2). task/affinity lays a
     # step's tasks out on the real CPUs and fails for any step that binds more cores than exist:
     # 22.05 with --cpu-bind=cores and 4 or 8 tasks ("failed to distribute tasks (bind_type:cores,...)"
@@ -34,7 +33,7 @@ VERSION_TABLE: dict[str, tuple[tuple[tuple[int, int], str], ...]] = {
     "task_plugin": (((0, 0), "task/none"),),
 }
 
-SUPPORTED = ((22, 5), (24, 11))
+SUPPORTED = tuple(v[:2] for v in SUPPORTED_RELEASES)  # slurm.release.SUPPORTED: 22.05, 24.11, 26.05
 
 
 def version_text(version: tuple[int, ...]) -> str:

@@ -270,6 +270,11 @@ class LabDaemons:
                 f"--log-error={self._log('mariadb.err')}",
                 "--innodb-buffer-pool-size=128M",
                 "--innodb-lock-wait-timeout=900",
+                # MariaDB 11.6.2+ (Debian 13 and testing ship 11.8) turns snapshot isolation on; 26.05's slurmdbd
+                # logs "innodb_snapshot_isolation is enabled, which is not supported by Slurm and will cause
+                # slurmdbd to fatal when a write conflicts" (measured on 26.05.5 + 11.8.9). loose-: 10.11 (Debian
+                # 12) has no such variable and only notes the unknown option instead of refusing to start.
+                "--loose-innodb-snapshot-isolation=OFF",
             ],
             self._log("mariadb.stdout"),
             self._pidfile("mariadb"),

@@ -71,6 +71,22 @@ ALLOC_NOTE = ("# PrologFlags: none needed. Keep Alloc (or Contain, which implies
               "# pam_slurm_adopt or X11: srun/salloc then wait ~100 ms more per allocation for any Prolog.")
 
 
+def timeout_note() -> tuple[str, ...]:
+    """The Prolog/Epilog time-limit keys, per release (slurm.release.PROLOG_TIMEOUT_KEYS): a hook bounds itself
+    (its alarm), so none is needed; a site that sets one names it as its release spells it."""
+    from slurm_gpu.slurm.release import PROLOG_TIMEOUT_KEYS
+
+    rows, seen = [], ()
+    for first, keys in PROLOG_TIMEOUT_KEYS:
+        new = [f"{k}=" for k in keys if k not in seen]
+        rows.append(" and ".join(new) + (f" from Slurm {first[0]}.{first[1]:02d}" if first > (0, 0, 0) else
+                                        " on every release"))
+        seen = keys
+    return ("# Time limits: none needed (the hooks end themselves within their alarm). A site that sets one: "
+            + ", or ".join(rows) + ".",
+            "# A Prolog past its limit requeues the job and drains the node; an Epilog past it drains the node.")
+
+
 def entry_point_dir() -> str:
     """Where this installation's console scripts are: beside the interpreter (a venv), else on PATH."""
     here = os.path.dirname(sys.executable)
@@ -241,6 +257,7 @@ def load_with_topologies(policy_file: str) -> tuple[object, dict[str, object]]:
 def slurm_lines(prefix: str, policy_file: str | None, device_dir: str = "/dev") -> str:
     """The slurm.conf and gres.conf lines for this installation (the node and gres lines from the emitter)."""
     out = ["# ==> slurm.conf <==", *(f"{key}={prefix}/{name}" for key, name in SLURM_KEYS), *ALLOC_NOTE,
+           *timeout_note(),
            f"# On each GPU node, optionally: systemctl enable --now {prefix}/{AGENT_UNIT} (docs/hooks.md, the agent)"]
     if policy_file:
         from slurm_gpu.emit import gres_conf, slurm_conf

@@ -224,8 +224,14 @@ def _int(text: str | None, hi: int) -> int | None:
     return int(t) if t.isascii() and t.isdigit() and len(t) <= 13 and int(t) <= hi else None
 
 
+def _old_mig_uuid(tok: str) -> bool:
+    head, *ids = tok.split("/")
+    return len(ids) == 2 and all(is_digits(i) and len(i) <= 3 for i in ids) and head.replace("-", "").isalnum()
+
+
 def gpu_tokens(text: str) -> tuple[tuple[str, ...], list[str]]:
-    """Slurm's GPU id list (``0,1``, ``4-7``, or UUIDs) -> (ids as text, problems)."""
+    """Slurm's GPU id list (``0,1``, ``4-7``, or UUIDs: ``GPU-<uuid>``, ``MIG-<uuid>``, ``MIG-GPU-<uuid>/GI/CI``;
+    25.11+ Prolog/Epilog, 26.05 gres.conf Flags=env_uuid) -> (ids as text, problems)."""
     out: list[str] = []
     problems: list[str] = []
     for tok in text.strip().split(","):
@@ -239,6 +245,8 @@ def gpu_tokens(text: str) -> tuple[tuple[str, ...], list[str]]:
             out.extend(str(i) for i in range(int(lo), min(int(hi), int(lo) + MAX_GPUS) + 1))
         elif tok.startswith(("GPU-", "MIG-")) and len(tok) <= 64 and tok.replace("-", "").isalnum():
             out.append(tok)
+        elif tok.startswith("MIG-GPU-") and len(tok) <= 64 and _old_mig_uuid(tok):
+            out.append(tok)  # the pre-R470 MIG spelling, MIG-GPU-<uuid>/<GI>/<CI>
         else:
             problems.append(f"GPU id {tok[:40]!r} not understood; skipped")
         if len(out) > MAX_GPUS:
@@ -248,8 +256,9 @@ def gpu_tokens(text: str) -> tuple[tuple[str, ...], list[str]]:
 
 
 def job_from_env(env: Mapping[str, str]) -> Job | None:
-    """SLURM_JOB_ID and the job's GPUs: ``SLURM_JOB_GPUS`` (global ids; 22.05 and 24.11 give it to the
-    Prolog/Epilog), else ``CUDA_VISIBLE_DEVICES`` (global ids outside the job's cgroup). None: no job."""
+    """SLURM_JOB_ID and the job's GPUs: ``SLURM_JOB_GPUS`` (global indices; 22.05-26.05 give it to the
+    Prolog/Epilog), else ``CUDA_VISIBLE_DEVICES`` (global ids outside the job's cgroup; UUIDs in the 25.11+
+    Prolog/Epilog and with 26.05's env_uuid, which map_gpus finds by UUID). None: no job."""
     job_id = _int(env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID"), MAX_JOB_ID)
     if job_id is None:
         return None

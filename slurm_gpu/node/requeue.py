@@ -38,7 +38,7 @@ _CAUSE_OF_STATE: dict[str, Cause] = {"PREEMPTED": "preemption", "NODE_FAIL": "no
                                      "BOOT_FAIL": "node-failure", "TIMEOUT": "time-limit"}
 _NODE_REASONS = frozenset({"NodeDown", "NodeFail", "BootFail"})
 _NOT_ENDED = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RUNNING", "SUSPENDED",
-                        "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT"})
+                        "CONFIGURING", "RESIZING", "SIGNALING", "STAGE_OUT", "EXPEDITING"})  # EXPEDITING: 25.11
 
 
 @record

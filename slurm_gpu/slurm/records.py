@@ -30,9 +30,10 @@ from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.release import parse_sbatch_version
 
 # States in which a job may still run or run again; every other state is final.
+# EXPEDITING: 25.11's expedited requeue (slurm.release.JOB_STATE_SINCE).
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED",
                            "REQUEUE_HOLD", "REQUEUE_FED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED",
-                           "PREEMPTED"})
+                           "PREEMPTED", "EXPEDITING"})
 
 
 class SubmitResult(NamedTuple):  # NamedTuples: a frozen dataclass costs gpusub ~1 ms at import
@@ -243,14 +244,17 @@ def _indices(spec: str) -> frozenset[int] | None:
         return None
 
 
-_SHARES = re.compile(r"[0-9]+/[0-9]+(?:,[0-9]+/[0-9]+)*\)?")
+_SHARES = re.compile(r"(?:[0-9]+|-)/[0-9]+(?:,(?:[0-9]+|-)/[0-9]+)*\)?")
 
 
 def _shares(paren: str) -> tuple[tuple[int, int], ...] | None:
-    """``3/4,0/4)`` -> ((3, 4), (0, 4)); None for anything else or more entries than GPU indices."""
+    """``3/4,0/4)`` -> ((3, 4), (0, 4)); None for anything else or more entries than GPU indices. 26.05 prints
+    ``-/4`` for a GPU allocated whole (measured on 26.05.5: ``shard:h100:7(3/4,-/4,-/4,-/4,4/4,-/4,-/4,0/4)``
+    beside ``gpu:h100:5(IDX:1-3,5-6)``; 24.11 printed ``0/4`` there): none of its shards can be held, (4, 4)."""
     if not _SHARES.fullmatch(paren) or paren.count(",") > MAX_GRES_INDEX:
         return None
-    return tuple((int(a), int(b)) for a, b in (pair.split("/") for pair in paren.rstrip(")").split(",")))
+    pairs = [pair.split("/") for pair in paren.rstrip(")").split(",")]
+    return tuple((int(b) if a == "-" else int(a), int(b)) for a, b in pairs)
 
 
 @lru_cache(maxsize=4096)  # a cluster repeats a few spellings on every node and job; results are immutable
@@ -543,8 +547,9 @@ def _mem(value: Any) -> str | None:
 
 
 # job_state flags in the order scontrol's job_state_string() names them before the base state
+# (25.11's EXPEDITING, docs only, with the requeue flags: a wrapped job_state that lists it is "EXPEDITING")
 _STATE_FLAGS = ("COMPLETING", "STAGE_OUT", "CONFIGURING", "RESIZING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD",
-                "SPECIAL_EXIT", "STOPPED", "REVOKED", "RESV_DEL_HOLD", "SIGNALING")
+                "EXPEDITING", "SPECIAL_EXIT", "STOPPED", "REVOKED", "RESV_DEL_HOLD", "SIGNALING")
 
 
 def _state(value: Any) -> str:

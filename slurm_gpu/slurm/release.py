@@ -1,18 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Per-version spellings of the Slurm options and outputs gpusub uses: one table, one lookup.
+"""Per-version Slurm facts: the spellings of the options and outputs slurm-gpu uses, one table, one lookup.
 
-Facts measured in the lab (22.05.8 and 24.11.5, see notes/slurm-lab.md) or read from Slurm's
-release notes/man pages (marked "docs" below). Pure: no I/O.
+Facts measured in the lab (22.05.8 on Debian 12, 24.11.5 on Debian 13, 26.05.5 on Debian testing: notes/
+slurm-lab.md, .ci/in-root) or read from Slurm's release notes/man pages/source (marked "docs"; the 25.05-26.05
+sources are in notes/field-notes-2026-12.md Q1). docs/slurm-versions.md is the table in words. Pure: no I/O.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from slurm_gpu.digits import is_digits
 from slurm_gpu.plain import NamedTuple
 
 Version = tuple[int, int, int]  # (major, minor, micro): 22.05.8 -> (22, 5, 8); the one version type
+T = TypeVar("T")
 
 
 def as_version(version: tuple[int, ...]) -> Version:
@@ -170,6 +172,63 @@ JSON_SHIPPED: tuple[tuple[Version, tuple[str, ...]], ...] = (
     ((26, 5, 0), ("data_parser/v0.0.42", "data_parser/v0.0.43", "data_parser/v0.0.44", "data_parser/v0.0.45")),
 )
 
+# ---- slurm.conf, environment and job states, per release (notes/field-notes-2026-12.md Q1 has the sources) ----
+# A row (first release, value) holds from that release on; since() reads a table at a version.
+
+# The slurm.conf line that sends a job's --signal at a preemption's grace start: 22.05 SlurmctldParameters=
+# preempt_send_user_signal (it dies on the unknown key PreemptParameters); PreemptParameters=send_user_signal
+# from 23.02 (commit f62851bfd7, slurm.conf.5 @24.11/@26.05; the old name is gone from 26.05's read_config.c).
+# Measured: the lab's slurm.conf on 22.05.8, 24.11.5 and 26.05.5.
+PREEMPT_SIGNAL_LINE: tuple[tuple[Version, str], ...] = (
+    ((0, 0, 0), "SlurmctldParameters=preempt_send_user_signal"),
+    ((23, 2, 0), "PreemptParameters=send_user_signal"),
+)
+# How a node's GresUsed (scontrol show node -d, sinfo GresUsed) counts gres/shard (slurm_gpu.slurm.records reads
+# every form on every release): "idx" 22.05 (shard:h100:2(IDX:0-1): the GPUs with shards held, not the shards;
+# measured 22.05.8); "per_gpu" 23.02+ (shard:h100:7(3/4,4/4,0/4,...): held/total per GPU; measured 24.11.5);
+# "per_gpu_dash" 26.05 ("-/4" for a GPU allocated whole: CHANGELOG 26.05 "Improve clarity of gres/shards in sinfo
+# GRES_USED field"; measured 26.05.5). Jobs' GRES (gres_detail) keep "0/4" there on 26.05.5.
+SHARD_GRES_USED: tuple[tuple[Version, str], ...] = (
+    ((0, 0, 0), "idx"), ((23, 2, 0), "per_gpu"), ((26, 5, 0), "per_gpu_dash"),
+)
+# The Prolog/Epilog time limits slurm.conf takes: PrologEpilogTimeout (both; every release, unlimited by
+# default), and from 25.05 PrologTimeout / EpilogTimeout for each alone, PrologEpilogTimeout their default
+# (slurm.conf.5 @26.05.3; CHANGELOG/slurm-25.05.md rc1). A Prolog past it: the job requeued, the node drained.
+PROLOG_TIMEOUT_KEYS: tuple[tuple[Version, tuple[str, ...]], ...] = (
+    ((0, 0, 0), ("PrologEpilogTimeout",)),
+    ((25, 5, 0), ("PrologEpilogTimeout", "PrologTimeout", "EpilogTimeout")),
+)
+# What CUDA_VISIBLE_DEVICES holds, per place: "index" (GPU indices) or "uuid" (GPU-<uuid>, MIG-<uuid>);
+# SLURM_JOB_GPUS stays the index list everywhere, so readers prefer it. 25.11: NVML AutoDetect records each
+# whole GPU's UUID (commit 5cc3f41585) and the Prolog/Epilog environment uses it (gres_common.c); 26.05:
+# gres.conf Flags=env_uuid puts UUIDs in the job's environment too (gres.conf.5 @26.05.3, commit fc1f3f48cc).
+# MIG slices are UUIDs in the job's environment on every release. Docs, not measured (the lab has no NVML).
+DEVICE_ENV: tuple[tuple[Version, dict[str, str]], ...] = (
+    ((0, 0, 0), {"prolog": "index", "job": "index", "job_env_uuid": "index"}),
+    ((25, 11, 0), {"prolog": "uuid", "job": "index", "job_env_uuid": "index"}),
+    ((26, 5, 0), {"prolog": "uuid", "job": "index", "job_env_uuid": "uuid"}),
+)
+# Environment variables a release adds that the hooks and jobs may see (prolog_epilog.shtml, RELEASE_NOTES):
+# SLURM_JOB_SLUID (25.11, replacing the undocumented SLURM_SLUID), SLURM_JOB_QOS (Prolog/EpilogSlurmctld 25.11,
+# Prolog/Epilog 26.05). Read as plain text where read; none decides anything.
+ENV_SINCE: dict[str, Version] = {"SLURM_JOB_SLUID": (25, 11, 0), "SLURM_JOB_QOS": (26, 5, 0)}
+# Job states and state flags a release adds: EXPEDITING (25.11: --requeue=expedite, needs SlurmctldParameters=
+# enable_expedited_requeue; RELEASE_NOTES 25.11, openapi v0.0.44). A job in it runs again: records.ACTIVE_STATES.
+JOB_STATE_SINCE: dict[str, Version] = {"EXPEDITING": (25, 11, 0)}
+# --requeue's argument: none until 25.05; from 25.11 --requeue[=expedite] (sbatch.1 @25.11); 26.05's sbatch refuses
+# any other word ("Invalid --requeue specification", exit 255; measured on 26.05.5; EXPEDITE in capitals passes).
+REQUEUE_WORDS: tuple[str, ...] = ("expedite",)
+# --gpus-per-task with a list of types (``h100:1,a100:2``): 25.05 (CHANGELOG/slurm-25.05.md rc1, sbatch.1), with an
+# implicit --tres-bind=gres/gpu:per_task:<sum>. gpusub parses the list per type on every release.
+GPUS_PER_TASK_TYPE_LIST_SINCE: Version = (25, 5, 0)
+
+
+def since(table: tuple[tuple[Version, T], ...], version: Version | tuple[int, int]) -> T:
+    """The value of a (first release, value) table at *version*: the last row not newer than it."""
+    full = as_version(version)
+    return [value for first, value in table if full >= first][-1]
+
+
 # SLURM_STEP_ID of the steps srun does not start (slurm.h: SLURM_BATCH_SCRIPT 0xfffffffb, SLURM_EXTERN_CONT
 # 0xfffffffc, SLURM_INTERACTIVE_STEP 0xfffffffa, SLURM_PENDING_STEP 0xfffffffd; a normal step's id is
 # 0..SLURM_MAX_NORMAL_STEP_ID = 0xfffffff0). 22.05.8 and 24.11.5 leave SLURM_STEP_ID unset in the batch script
@@ -198,7 +257,9 @@ def srun_step_id(text: str | None) -> int | None:
 
 
 # Versions the golden files and the lab cover.
-KNOWN_VERSIONS: tuple[Version, ...] = ((22, 5, 8), (23, 2, 7), (23, 11, 10), (24, 11, 5), (25, 11, 0))
+KNOWN_VERSIONS: tuple[Version, ...] = ((22, 5, 8), (23, 2, 7), (23, 11, 10), (24, 11, 5), (25, 11, 0), (26, 5, 5))
+# The releases the lab and CI run (Debian 12, 13, testing: .ci/in-root), the supported ones.
+SUPPORTED: tuple[Version, ...] = ((22, 5, 8), (24, 11, 5), (26, 5, 5))
 DEFAULT_VERSION: Version = (22, 5, 8)
 
 

@@ -133,6 +133,18 @@ def test_the_model_on_2411_records() -> None:
     check(from_texts(nodes, _jobs("gres/", held_24=True)).summary)
 
 
+def test_the_model_on_2605_records() -> None:
+    """26.05 prints ``-/4`` for a GPU held whole (the GRES_USED "clarity" change of its CHANGELOG): measured on
+    26.05.5 with JOBS, Slurm putting the shard jobs on GPUs 0 and 4 and the whole ones on 1-3,5-6 (h100s1)."""
+    nodes = "\n".join([
+        R.node_line("h100s1", state="MIXED", gres=NODE_GRES, partitions="gpu",
+                    used="gpu:h100:5(IDX:1-3,5-6),shard:h100:7(3/4,-/4,-/4,-/4,4/4,-/4,-/4,0/4)"),
+        R.node_line("h100s2", state="MIXED", gres=NODE_GRES, partitions="gpu",
+                    used="gpu:h100:3(IDX:1-3),shard:h100:5(2/4,-/4,-/4,-/4,3/4,0/4,0/4,0/4)"),
+    ])
+    check(from_texts(nodes, _jobs("gres/", held_24=True)).summary)
+
+
 def test_a_gpu_that_2205_lost_from_gres_used_still_counts() -> None:
     """22.05.8 clears a GPU's bit in GresUsed when one of two shard jobs on it ends (measured: the next
     whole-GPU job was given that GPU); the job still running there keeps its shards counted."""

@@ -9,6 +9,7 @@ import pytest
 
 from slurm_gpu import units
 from slurm_gpu.slurm.records import job_tres
+from slurm_gpu.slurm.release import GPUS_PER_NODE_WITH_GRES_GPU, spelling_for
 from slurm_gpu.slurm.sbatch.directives import DEFAULT_MAX_SCRIPT_BYTES
 from slurm_gpu.slurm.sbatch.parse import OptionError, parse_submission
 from slurm_gpu.slurm.sbatch.to_request import to_job_request
@@ -79,9 +80,21 @@ GPU_CASES = [
 ]
 
 
+def _mixes_gpus_per_node_and_gres_gpu(argv: str, header: str) -> bool:
+    words = argv.split() + header.replace("#SBATCH", " ").split()
+    return any(w.startswith("--gpus-per-node") for w in words) and any(w.startswith("--gres=gpu") for w in words)
+
+
 @pytest.mark.parametrize("argv, header", GPU_CASES, ids=[a + (" +script" if h else "") for a, h in GPU_CASES])
 def test_gpu_spellings_give_the_gpus_slurm_records(lab, argv, header):
     records, err = sbatch(lab, argv.split(), SH + header + "true\n")
+    if spelling_for(lab.version).gpus_per_node_excludes_gres_gpu and _mixes_gpus_per_node_and_gres_gpu(argv, header):
+        # 26.05: sbatch refuses the mix, from whatever source; gpusub's parse refuses it the same way
+        assert records is None and GPUS_PER_NODE_WITH_GRES_GPU in err, err
+        with pytest.raises(OptionError) as info:
+            parse(lab, argv.split(), SH + header + "true\n")
+        assert GPUS_PER_NODE_WITH_GRES_GPU[:-1] in str(info.value)
+        return
     assert records, f"sbatch refused it: {err}"
     req = to_job_request(parse(lab, argv.split(), SH + header + "true\n"))
     total, typed = slurm_gpus(records[0])
@@ -184,17 +197,26 @@ REFUSED = [
     ("--gpu-isolaton=strict", {}, "unrecognized option '--gpu-isolaton=strict'", "did you mean --gpu-isolation?"),
     ("-n 0", {}, 'Invalid numeric value "0" for --ntasks.', "--ntasks: bad value '0'"),
     ("--gres=gpu:1g.10gb", {}, "Invalid Trackable RESource (TRES) specification", "gpu:1g.10gb:1"),
+    ("--gres=gpu:1", {"SBATCH_GPUS_PER_NODE": "1"}, "--gpus-per-node and --gres=gpu are mutually exclusive", None),
+    ("--requeue=again", {}, "doesn't allow an argument", "takes no value"),
 ]
 
 
 # refused only before these releases (measured on 24.11.5: sbatch creates the job; so must gpusub's parse)
 REFUSED_UNTIL = {"--exclusive=topo": (24, 11, 0), "--gres=gpu:1g.10gb": (24, 11, 0)}
+# refused only from these releases, accepted before (measured on 26.05.5 and 24.11.5/22.05.8)
+REFUSED_SINCE = {"--gres=gpu:1": (26, 5, 0)}
+# sbatch's words from a release on, where they changed (26.05.5: the mix is refused before the types are compared)
+THEIRS_SINCE = {"--gres=gpu:h100:1 --gpus-per-node=1": ((26, 5, 0), "--gpus-per-node and --gres=gpu are mutually exclusive"),
+                "--requeue=again": ((25, 11, 0), "Invalid --requeue specification")}  # 25.11: --requeue[=expedite]
 
 
 @pytest.mark.parametrize("argv, env, theirs, ours", REFUSED, ids=[a or str(e) for a, e, _, _ in REFUSED])
 def test_refused_options_with_sbatch_s_reason(lab, argv, env, theirs, ours):
-    until = REFUSED_UNTIL.get(argv)
-    if until is not None and tuple(lab.version) >= until:
+    until, first = REFUSED_UNTIL.get(argv), REFUSED_SINCE.get(argv)
+    if argv in THEIRS_SINCE and tuple(lab.version) >= THEIRS_SINCE[argv][0]:
+        theirs, ours = THEIRS_SINCE[argv][1], None  # our message quotes theirs
+    if (until is not None and tuple(lab.version) >= until) or (first is not None and tuple(lab.version) < first):
         records, err = sbatch(lab, argv.split(), SH + "true\n", env)
         assert records is not None, err  # this release accepts it: so does the parse
         parse(lab, argv.split(), SH + "true\n", env)

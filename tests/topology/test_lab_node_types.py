@@ -154,7 +154,9 @@ def test_real_slurmd_reads_generated_fake_gpus_conf(a100, tmp_path):
         timeout=60,
     )
     text = out.stdout + out.stderr
-    assert out.returncode == 0 and "_get_system_gpu_list_fake" in text, text
+    # 22.05/24.11 log "_get_system_gpu_list_fake"; 26.05.5 does not (measured). The File= paths below are only in
+    # fake_gpus.conf, so they show slurmd's fake detection read it, on every release.
+    assert out.returncode == 0, text
     got = [
         (ln.split("File=")[1].split()[0], ln.split("Cores=")[1].split()[0], ln.split("Links=")[1].split()[0])
         for ln in text.splitlines()

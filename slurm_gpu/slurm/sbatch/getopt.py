@@ -63,6 +63,7 @@ _VALIDATORS: dict[str, Callable[[str], object]] = {
     "ntasks-per-core": _count(1),
     "nodelist": sv.parse_nodelist,
     "exclude": sv.parse_nodelist,
+    "requeue": sv.parse_requeue,
 }
 
 

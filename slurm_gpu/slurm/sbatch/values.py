@@ -239,6 +239,16 @@ def parse_exclusive(text: str | None, version: tuple[int, int, int] | None = Non
     return text.lower()
 
 
+def parse_requeue(text: str) -> str:
+    """``--requeue=expedite`` (25.11+; any case): the one word sbatch takes (26.05.5: "Invalid --requeue
+    specification" for any other; slurm.release.REQUEUE_WORDS)."""
+    from slurm_gpu.slurm.release import REQUEUE_WORDS
+
+    if text.lower() not in REQUEUE_WORDS:
+        raise _bad(text, "--requeue or --requeue=expedite (sbatch: Invalid --requeue specification)")
+    return text.lower()
+
+
 def parse_partitions(text: str) -> tuple[str, ...]:
     """``--partition=a,b``: the partitions in the order given (Slurm starts the job in the first that can)."""
     names = tuple(p.strip() for p in text.split(","))
