@@ -76,7 +76,8 @@ def timeout_note() -> tuple[str, ...]:
     (its alarm), so none is needed; a site that sets one names it as its release spells it."""
     from slurm_gpu.slurm.release import PROLOG_TIMEOUT_KEYS
 
-    rows, seen = [], ()
+    rows: list[str] = []
+    seen: tuple[str, ...] = ()
     for first, keys in PROLOG_TIMEOUT_KEYS:
         new = [f"{k}=" for k in keys if k not in seen]
         rows.append(" and ".join(new) + (f" from Slurm {first[0]}.{first[1]:02d}" if first > (0, 0, 0) else

@@ -207,8 +207,10 @@ REFUSED_UNTIL = {"--exclusive=topo": (24, 11, 0), "--gres=gpu:1g.10gb": (24, 11,
 # refused only from these releases, accepted before (measured on 26.05.5 and 24.11.5/22.05.8)
 REFUSED_SINCE = {"--gres=gpu:1": (26, 5, 0)}
 # sbatch's words from a release on, where they changed (26.05.5: the mix is refused before the types are compared)
-THEIRS_SINCE = {"--gres=gpu:h100:1 --gpus-per-node=1": ((26, 5, 0), "--gpus-per-node and --gres=gpu are mutually exclusive"),
-                "--requeue=again": ((25, 11, 0), "Invalid --requeue specification")}  # 25.11: --requeue[=expedite]
+THEIRS_SINCE = {
+    "--gres=gpu:h100:1 --gpus-per-node=1": ((26, 5, 0), "--gpus-per-node and --gres=gpu are mutually exclusive"),
+    "--requeue=again": ((25, 11, 0), "Invalid --requeue specification"),  # 25.11: --requeue[=expedite]
+}
 
 
 @pytest.mark.parametrize("argv, env, theirs, ours", REFUSED, ids=[a or str(e) for a, e, _, _ in REFUSED])

@@ -21,9 +21,9 @@ from dataclasses import field
 
 from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.release import GPUS_PER_NODE_WITH_GRES_GPU, Version, as_version, spelling_for
+from slurm_gpu.slurm.sbatch import values as sv
 from slurm_gpu.slurm.sbatch.directives import DEFAULT_MAX_SCRIPT_BYTES, check_script, script_directives
 from slurm_gpu.slurm.sbatch.getopt import RESET, Event, OptionError, check_value, env_events, getopt
-from slurm_gpu.slurm.sbatch import values as sv
 from slurm_gpu.slurm.sbatch.gpu_forms import check_gpu_options
 from slurm_gpu.slurm.sbatch.table import (
     BY_NAME,
