@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import field
 
 from slurm_gpu.checkpoint.contract import MAX_STEP, MAX_WORLD
+from slurm_gpu.jsontypes import nested_deeper_than
 from slurm_gpu.plain import Record, record
 
 SCHEMA = "gpusub-ckpt-marker"
@@ -184,7 +185,10 @@ def parse_marker(raw: bytes, name: str | None = None) -> Marker:
     if len(raw) > MAX_MARKER_BYTES:
         raise MarkerError(f"larger than {MAX_MARKER_BYTES} bytes")
     try:
-        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        text = raw.decode("utf-8")
+        if nested_deeper_than(text):  # the same on every Python (3.14's json builds what 3.11's refuses)
+            raise MarkerError("nested too deeply")
+        data = json.loads(text, parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise MarkerError("not UTF-8 text") from None
     except RecursionError:

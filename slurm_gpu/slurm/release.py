@@ -229,6 +229,18 @@ def since(table: tuple[tuple[Version, T], ...], version: Version | tuple[int, in
     return [value for first, value in table if full >= first][-1]
 
 
+# Plain sbatch (select/cons_tres, CR_Core_Memory, no task options but --ntasks): --gres=gpu:h100:8 --ntasks=8
+# --cpus-per-task=2 on an idle 2 x 16-core node gets CPU_IDs=0-15, socket 0 only, on 22.05.8 and 24.11.5; 26.05.5
+# spreads the tasks over both sockets (measured; which 26.05 change does it is not pinned down). gpusub's
+# --ntasks-per-socket gives the same on every release (docs/gpusub.md, the placement tables).
+PLAIN_SPREADS_TASKS_OVER_SOCKETS: tuple[tuple[Version, bool], ...] = (((0, 0, 0), False), ((26, 5, 0), True))
+
+
+# `sacct -j 0`: every job in the window on 22.05.8 and 24.11.5; refused on 26.05.5 ("Bad job/step specified: 0:
+# JobID can not be zero", exit 1; measured). slurm_gpu.slurm.job_id refuses 0 itself on every release.
+SACCT_JOB_ZERO: tuple[tuple[Version, str], ...] = (((0, 0, 0), "every job"), ((26, 5, 0), "refused"))
+
+
 # SLURM_STEP_ID of the steps srun does not start (slurm.h: SLURM_BATCH_SCRIPT 0xfffffffb, SLURM_EXTERN_CONT
 # 0xfffffffc, SLURM_INTERACTIVE_STEP 0xfffffffa, SLURM_PENDING_STEP 0xfffffffd; a normal step's id is
 # 0..SLURM_MAX_NORMAL_STEP_ID = 0xfffffff0). 22.05.8 and 24.11.5 leave SLURM_STEP_ID unset in the batch script

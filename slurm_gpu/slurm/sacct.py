@@ -106,6 +106,8 @@ def sacct_time(text: str | None) -> float | None:
             if len(_DAYS) < 100_000:
                 _DAYS[m.group(1)] = day
         return day + (int(m.group(2)) * 3600 + int(m.group(3)) * 60 + int(m.group(4)))
+    if "T24:" in text:  # Python 3.14's fromisoformat reads 24:00:00 as the next midnight; 3.11-3.13 and the fast
+        return None     # form refuse it, and sacct never prints it (measured on Debian testing's 3.14)
     try:
         return datetime.fromisoformat(text.strip()).replace(tzinfo=UTC).timestamp()
     except ValueError:

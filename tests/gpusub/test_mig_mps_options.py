@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from slurm_gpu.lab.clients import show_job
 from slurm_gpu.sharing import token as token
 from slurm_gpu.slurm.sbatch.parse import parse_submission
 
@@ -244,12 +245,13 @@ def test_private_mig_lab_serves_slices_and_layouts(slurm_lab) -> None:
                 mig.stdout.strip(): ("a100n1", "gpu:a100:1", "slurm-gpu:mig=3g.40gb:2")}
         got: dict[str, tuple[str, str, str]] = {}
         while time.monotonic() < deadline and len(got) < 2:
-            for job in want:  # scontrol keeps finished jobs for MinJobAge; sacct stores no comment
-                q = subprocess.run(["scontrol", "show", "job", "-d", job], env=dict(env, SLURM_CONF=conf),
-                                   capture_output=True, text=True, timeout=20)
-                fields = dict(re.findall(r"(?:^|\s)(JobState|NodeList|JOB_GRES|Comment)=(\S*)", q.stdout))
+            for job in want:  # slurmctld keeps finished jobs for MinJobAge; sacct stores no comment
+                # the one job reader (squeue's JSON): scontrol's job text prints user text raw (26.05: SubmitLine=)
+                fields, allocs = show_job(conf, job)
                 if fields.get("JobState") == "COMPLETED":
-                    got[job] = (fields.get("NodeList", ""), fields.get("JOB_GRES", ""), fields.get("Comment", ""))
+                    gres = ",".join(a.gres.split("(")[0] for a in allocs if a.gres) or (  # gpu:a100:1(IDX:0)
+                        fields.get("TresPerNode") or "").replace("gres/", "").replace("gres:", "")  # else the request
+                    got[job] = (fields.get("NodeList", ""), gres, fields.get("Comment") or "")
             time.sleep(1)
         assert got == want
         # slurm-gpu cluster --json counts the static slices in their own units (issue 13): one 2g.20gb slice
@@ -262,9 +264,7 @@ def test_private_mig_lab_serves_slices_and_layouts(slurm_lab) -> None:
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline:
-                q = subprocess.run(["scontrol", "show", "job", held], env=dict(env, SLURM_CONF=conf),
-                                   capture_output=True, text=True, timeout=20)
-                if "JobState=RUNNING" in q.stdout:
+                if show_job(conf, held)[0].get("JobState") == "RUNNING":
                     break
                 time.sleep(1)
             view = subprocess.run([cli, "cluster", "--json"], env=dict(env, SLURM_CONF=conf), capture_output=True,

@@ -124,7 +124,12 @@ def test_real_slurmd_accepts_generated_gres_conf(h100, a100, tmp_path, links):
         )
         text = out.stdout + out.stderr
         assert out.returncode == 0, text
-        assert "error" not in text.lower(), text
+        # 26.05.5's slurmd (cgroup/v1) also resets its memory limit, which a CI root's read-only cgroup mount
+        # refuses ("unable to open .../memory.limit_in_bytes for writing: Read-only file system", "Cannot reset
+        # slurmd memory limits"): the machine's, not the GRES configuration's, errors
+        errors = [ln for ln in text.lower().splitlines() if "error" in ln and not (
+            "read-only file system" in ln or "cannot reset slurmd memory limits" in ln)]
+        assert not errors, text
         gres_lines = [ln for ln in text.splitlines() if "Gres Name=gpu" in ln]
         assert sum(int(ln.split("Count=")[1].split()[0]) for ln in gres_lines) == count, text
         assert all(f"Type={gtype}" in ln for ln in gres_lines)
