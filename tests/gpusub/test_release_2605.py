@@ -31,8 +31,11 @@ def script(tmp_path):
     return str(path)
 
 
-@pytest.mark.parametrize("argv", [["--gres=gpu:2", "--gpus-per-node=2"], ["--gpus-per-node=h100:1", "--gres=gpu:h100:2"],
-                                  ["--gres=gpu:h100:1,shard:1", "--gpus-per-node=h100:1"]])
+MIXES = [["--gres=gpu:2", "--gpus-per-node=2"], ["--gpus-per-node=h100:1", "--gres=gpu:h100:2"],
+         ["--gres=gpu:h100:1,shard:1", "--gpus-per-node=h100:1"]]
+
+
+@pytest.mark.parametrize("argv", MIXES)
 def test_the_mix_is_refused_on_2605_and_kept_before(tmp_path, script, argv):
     r = gpusub("26.05.5", "--dry-run", *argv, script, tmp=str(tmp_path))
     assert r.returncode == 2, r.stdout + r.stderr
