@@ -178,3 +178,18 @@ def test_sacct_rows_end_at_a_line_feed_only():
 
     rows = parse_sacct("JobID|AdminComment\r\n1|a\u2028b\x1ec\x85d\rx\n2|y\n")
     assert rows == [{"JobID": "1", "AdminComment": "a\u2028b\x1ec\x85d\rx"}, {"JobID": "2", "AdminComment": "y"}]
+
+
+def test_what_2605_and_2511_print_that_earlier_releases_did_not():
+    """26.05.5's node GresUsed marks a GPU held whole ``-/4`` (measured); 25.11's EXPEDITING (docs) is a state
+    flag that keeps the job active; v0.0.43+ gives the expanded output path beside the pattern (measured)."""
+    from slurm_gpu.slurm.records import ACTIVE_STATES, parse_gres_counts
+
+    item = parse_gres_counts("gpu:h100:5(IDX:1-3,5-6),shard:h100:7(3/4,-/4,-/4,-/4,4/4,-/4,-/4,0/4)")[1]
+    assert item.shares == ((3, 4), (4, 4), (4, 4), (4, 4), (4, 4), (4, 4), (4, 4), (0, 4)) and item.count == 7
+    assert parse_gres_counts("shard:h100:1(x/4)")[0].shares is None
+    job = {"job_id": 5, "job_state": ["PENDING", "EXPEDITING"], "batch_flag": True,
+           "standard_output": "/w/a\\\\b-%j.out", "stdout_expanded": "/w/a\\b-5.out"}
+    read = read_jobs(json.dumps({"meta": {"plugin": {"data_parser": "data_parser/v0.0.45"}}, "jobs": [job]}))
+    assert read.problems == () and read.jobs[0].fields["JobState"] == "EXPEDITING" and "EXPEDITING" in ACTIVE_STATES
+    assert read.jobs[0].fields["StdOut"] == "/w/a\\b-5.out"
