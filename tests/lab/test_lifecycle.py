@@ -125,3 +125,17 @@ def test_down_stops_everything_then_up_again(slurm_lab):
 
     job = slurm_lab.sbatch(["--gres=gpu:a100:1", "-t", "5", "-o", "/dev/null", "--wrap", "true"], cwd="/tmp")
     assert slurm_lab.wait(job, timeout_s=60) == "COMPLETED"
+
+
+def test_mariadb_runs_without_snapshot_isolation(slurm_lab):
+    """MariaDB 11.6+ (Debian 13, testing: 11.8) turns innodb_snapshot_isolation on, and 26.05's slurmdbd then
+    logs "innodb_snapshot_isolation is enabled, which is not supported by Slurm" (measured on 26.05.5): the lab
+    starts mariadbd with it off. 10.11 (Debian 12) has no such variable: the query answers nothing there."""
+    paths = slurm_lab.paths
+    q = subprocess.run(["mariadb", "--no-defaults", f"--socket={paths.db_socket}", "-N", "-e",
+                        "SHOW GLOBAL VARIABLES LIKE 'innodb_snapshot_isolation'"],
+                       capture_output=True, text=True, timeout=30, check=False)
+    assert q.returncode == 0, q.stderr
+    assert q.stdout.split() in ([], ["innodb_snapshot_isolation", "OFF"]), q.stdout
+    log = Path(paths.log_dir, "slurmdbd.log").read_text(encoding="utf-8", errors="replace")
+    assert "innodb_snapshot_isolation is enabled" not in log
