@@ -605,7 +605,10 @@ def _std_path(job: Mapping[str, Any], key: str) -> str | None:
     where the job set none, relative to the work dir, with ``%j %A %a %u %x %N %%`` filled in (22.05's JSON
     keeps the pattern; 24.11's fills it in already; from data_parser/v0.0.43 ``standard_output`` is the pattern
     again and ``stdout_expanded`` the path, measured on 26.05.5: the expanded one is read where it is given)."""
-    text = _text(job.get(_EXPANDED[key])) or _text(job.get(key))
+    expanded = _text(job.get(_EXPANDED[key]))
+    if expanded:  # Slurm's own expansion, absolute (a backslash in the pattern: no %-fields, backslashes gone)
+        return expanded
+    text = _text(job.get(key))
     batch = job.get("batch_flag") is True
     if not text:
         if key == "standard_input":

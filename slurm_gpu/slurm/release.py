@@ -241,6 +241,15 @@ PLAIN_SPREADS_TASKS_OVER_SOCKETS: tuple[tuple[Version, bool], ...] = (((0, 0, 0)
 SACCT_JOB_ZERO: tuple[tuple[Version, str], ...] = (((0, 0, 0), "every job"), ((26, 5, 0), "refused"))
 
 
+# The output paths squeue's JSON gives (records.StdOut/StdErr): "pattern" 22.05.8 (as given, %j and all; the
+# reader fills them in), "filled" 24.11.5 (%-fields filled, backslashes kept), "expanded" 26.05.5 (the path
+# Slurm opens: v0.0.42's standard_output and v0.0.43+'s stdout_expanded drop every backslash and, after one,
+# fill in no %-field; measured with the lab's fuzz jobs, tests/adapters/test_records_lab.py; 23.02-24.05
+# not measured).
+STDIO_PATHS: tuple[tuple[Version, str], ...] = (((0, 0, 0), "pattern"), ((24, 11, 0), "filled"),
+                                                ((26, 5, 0), "expanded"))
+
+
 # SLURM_STEP_ID of the steps srun does not start (slurm.h: SLURM_BATCH_SCRIPT 0xfffffffb, SLURM_EXTERN_CONT
 # 0xfffffffc, SLURM_INTERACTIVE_STEP 0xfffffffa, SLURM_PENDING_STEP 0xfffffffd; a normal step's id is
 # 0..SLURM_MAX_NORMAL_STEP_ID = 0xfffffff0). 22.05.8 and 24.11.5 leave SLURM_STEP_ID unset in the batch script
