@@ -96,3 +96,14 @@ def test_one_core_per_gpu_is_weaker_than_the_even_share():
     text = "Nodes=h100n1 CPU_IDs=8-15,20-27 Mem=1 GRES=gpu:h100:4(IDX:0-2,6)"
     assert check_job(text, TABLE, cpus_per_gpu=1) == []
     assert check_job(text, TABLE) == ["h100n1: GPUs 0,1,2 have 8 local cores of the job's, need 12"]
+
+
+def test_plain_ntasks_shape_per_release():
+    """--gres=gpu:h100:8 --ntasks=8 -c 2 under plain sbatch on an idle node (docs/gpusub.md, the locality tables):
+    22.05.8 and 24.11.5 pack the tasks on socket 0 (the rule fails); 26.05.5 spreads them (it holds)."""
+    from slurm_gpu.slurm.release import PLAIN_SPREADS_TASKS_OVER_SOCKETS, since
+
+    measured = {(22, 5, 8): "0-15", (24, 11, 5): "0-15", (26, 5, 5): "0-7,16-23"}
+    for version, cpus in measured.items():
+        problems = check_job(f"Nodes=h100n1 CPU_IDs={cpus} Mem=1 GRES=gpu:h100:8(IDX:0-7)", TABLE, cpus_per_gpu=1)
+        assert (problems == []) is since(PLAIN_SPREADS_TASKS_OVER_SOCKETS, version), (version, problems)
