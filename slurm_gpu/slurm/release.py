@@ -162,7 +162,8 @@ JSON_DIALECTS: dict[str, str] = {
 }
 # The data_parser versions each release ships (src/plugins/data_parser; RELEASE_NOTES: v0.0.40 removed in 25.11,
 # v0.0.41 in 26.05, v0.0.42 deprecated in 26.05 and removed in 26.11). 26.05.5's `squeue --json=list` printed
-# v0.0.42-45 (measured). The reader pins the newest one its release ships that the reader knows (SQUEUE_JSON rows).
+# v0.0.42-45 (measured). The reader pins one its release ships (_TABLE's squeue_json): v0.0.42 on 24.11-25.11, where
+# it is not deprecated, v0.0.45 on 26.05; tests/gpusub/test_slurm_version.py checks the pin is shipped and known.
 JSON_SHIPPED: tuple[tuple[Version, tuple[str, ...]], ...] = (
     ((22, 5, 0), ("openapi/v0.0.36", "openapi/v0.0.37", "openapi/v0.0.38")),
     ((23, 2, 0), ("data_parser/v0.0.39",)),
@@ -288,11 +289,15 @@ def spelling_for(version: Version | tuple[int, int]) -> SlurmSpelling:
     """The spelling table row(s) that apply to *version* ((major, minor) or (major, minor, micro))."""
     full = as_version(version)
     fields: dict[str, Any] = {}
-    for since, row in _TABLE:
-        if full >= since:
+    for first, row in _TABLE:
+        if full >= first:
             fields.update(row)
     return SlurmSpelling(version=full, **fields)
 
 
 __all__ = ["JSON_DIALECTS", "SlurmSpelling", "spelling_for", "parse_sbatch_version", "KNOWN_VERSIONS",
-           "DEFAULT_VERSION", "Version", "as_version"]
+           "DEFAULT_VERSION", "Version", "as_version", "SUPPORTED", "since", "JSON_SHIPPED", "PREEMPT_SIGNAL_LINE",
+           "SHARD_GRES_USED", "PROLOG_TIMEOUT_KEYS", "DEVICE_ENV", "ENV_SINCE", "JOB_STATE_SINCE", "REQUEUE_WORDS",
+           "GPUS_PER_TASK_TYPE_LIST_SINCE", "PLAIN_SPREADS_TASKS_OVER_SOCKETS", "SACCT_JOB_ZERO", "STDIO_PATHS",
+           "SPECIAL_STEP_IDS", "MAX_NORMAL_STEP_ID", "BATCH_STEP_ID_ENV", "srun_step_id",
+           "GPUS_PER_NODE_WITH_GRES_GPU"]

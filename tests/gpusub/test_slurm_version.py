@@ -6,7 +6,18 @@ from __future__ import annotations
 import pytest
 
 from slurm_gpu.errors import SlurmGpuError
-from slurm_gpu.slurm.release import KNOWN_VERSIONS, parse_sbatch_version, spelling_for
+from slurm_gpu.slurm.release import (
+    DEVICE_ENV,
+    JSON_DIALECTS,
+    JSON_SHIPPED,
+    KNOWN_VERSIONS,
+    PREEMPT_SIGNAL_LINE,
+    PROLOG_TIMEOUT_KEYS,
+    SUPPORTED,
+    parse_sbatch_version,
+    since,
+    spelling_for,
+)
 
 
 @pytest.mark.parametrize("text, version", [
@@ -67,3 +78,26 @@ def test_json_shapes():
 def test_two_part_versions_and_labels():
     assert spelling_for((24, 11)).version == (24, 11, 0)
     assert spelling_for((22, 5, 8)).label == "22.05.8"
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_every_supported_release_pins_a_json_it_ships_and_the_reader_knows(version):
+    """22.05: bare --json; 24.11: v0.0.42 (measured); 26.05: v0.0.45, its default, v0.0.42 deprecated (measured)."""
+    spelling = spelling_for(version)
+    if spelling.squeue_json == "--json":
+        assert version < (23, 2, 0)
+        return
+    pinned = "data_parser/" + spelling.squeue_json.split("=", 1)[1]
+    assert pinned in since(JSON_SHIPPED, version) and pinned in JSON_DIALECTS
+
+
+def test_the_2605_row():
+    old, mid, new = spelling_for((22, 5, 8)), spelling_for((24, 11, 5)), spelling_for((26, 5, 5))
+    assert not old.gpus_per_node_excludes_gres_gpu and not mid.gpus_per_node_excludes_gres_gpu
+    assert new.gpus_per_node_excludes_gres_gpu and new.squeue_json == "--json=v0.0.45"
+    assert [since(PREEMPT_SIGNAL_LINE, v).split("=")[0] for v in SUPPORTED] == [
+        "SlurmctldParameters", "PreemptParameters", "PreemptParameters"]
+    assert since(PROLOG_TIMEOUT_KEYS, (24, 11)) == ("PrologEpilogTimeout",)
+    assert "PrologTimeout" in since(PROLOG_TIMEOUT_KEYS, (26, 5)) and "EpilogTimeout" in since(PROLOG_TIMEOUT_KEYS,
+                                                                                                (25, 5))
+    assert since(DEVICE_ENV, (24, 11, 5))["prolog"] == "index" and since(DEVICE_ENV, (26, 5, 5))["prolog"] == "uuid"
