@@ -132,7 +132,10 @@ def test_slurmd_reads_the_emitted_mig_gres_conf(tmp_path: Path, slurm_lab) -> No
     got = Counter(re.findall(r"Gres Name=gpu Type=(\S+) Count=1 ", out))
     assert got == {"a100_3g.40gb": 4, "a100_2g.20gb": 8}, out
     # (24.11 in a namespace without a hwloc cache may log xcpuinfo_hwloc_topo_load: not about GRES)
-    errors = [ln for ln in out.lower().splitlines() if "error" in ln and "xcpuinfo_hwloc_topo_load" not in ln]
+    # 26.05.5's slurmd (cgroup/v1) also resets its memory limit, which a CI root's read-only cgroup mount refuses
+    # ("Read-only file system", "Cannot reset slurmd memory limits"): the machine's errors, not the gres.conf's
+    errors = [ln for ln in out.lower().splitlines() if "error" in ln and "xcpuinfo_hwloc_topo_load" not in ln
+              and "read-only file system" not in ln and "cannot reset slurmd memory limits" not in ln]
     assert errors == [], out
     for line in mine:  # every device with its own files, in slurmd's reading
         files = re.search(r"MultipleFiles=(\S+)", line).group(1)  # type: ignore[union-attr]
