@@ -117,6 +117,7 @@ class LabRuntime:
     task_plugin: str | None = None  # None: the version's default from VERSION_TABLE
     # only loopback addresses (a bare container): see loopback_lines()
     loopback_only: bool = False
+    plugin_dirs: tuple[str, ...] = ()  # PluginDir= (the distribution's, then the lab's gpu_nvml.so); () unset
 
 
 def loopback_lines(rt: LabRuntime) -> list[str]:
@@ -178,6 +179,7 @@ def slurm_conf(spec: LabSpec, rt: LabRuntime) -> str:
         "SelectTypeParameters=CR_Core_Memory",
         f"DefMemPerCPU={rt.def_mem_per_cpu_mb}",
         "GresTypes=" + ",".join(gres_names(spec.gres_lines)),
+        *([f"PluginDir={':'.join(rt.plugin_dirs)}"] if rt.plugin_dirs else []),
         "# slurmd reports the configured (emulated) topology, not this machine's real CPUs",
         "SlurmdParameters=config_overrides",
         "ReturnToService=2",

@@ -30,7 +30,8 @@ from slurm_gpu.lab.config import (
     version_text,
 )
 from slurm_gpu.lab.daemons import LabDaemons, poll
-from slurm_gpu.lab.install import DEFAULT_SETS, ensure_packages, packages_of
+from slurm_gpu.lab.install import DEFAULT_SETS, ensure_nvml_plugin, ensure_packages, find_nvml_plugin, packages_of,
+    system_plugin_dir
 from slurm_gpu.lab.spec import LabHooks, LabSpec
 
 DEFAULT_LAB_DIR = "/tmp/slurm-gpu-lab"
@@ -238,6 +239,7 @@ class Lab(LabDaemons):
             os.makedirs(d, exist_ok=True)
         t = time.monotonic()
         self._ensure_packages(packages)
+        ensure_nvml_plugin(self._log("apt.log"), self.say)
         version = slurm_version()
         self._ensure_user()
         shutil.chown(os.path.join(p.state_dir, "ctld"), "slurm", "slurm")
@@ -351,8 +353,10 @@ class Lab(LabDaemons):
         overrides the version's TaskPlugin."""
         base = os.environ.get("SLURM_GPU_LAB_PORT_BASE")
         task_plugin = os.environ.get("SLURM_GPU_LAB_TASK_PLUGIN") or None  # e.g. task/affinity on 24.11 with many CPUs
+        nvml_plugin, system_plugins = find_nvml_plugin(), system_plugin_dir()
         rt = LabRuntime(version=version, hostname=short_hostname(), paths=self.paths, hooks=hooks,
-                        task_plugin=task_plugin, loopback_only=only_loopback())
+                        task_plugin=task_plugin, loopback_only=only_loopback(),
+                        plugin_dirs=(system_plugins, nvml_plugin) if nvml_plugin and system_plugins else ())
         if base:
             b = int(base)
             rt = dataclasses.replace(rt, ctld_port=b, dbd_port=b + 2, slurmd_port0=b + 100)

@@ -84,3 +84,184 @@ def ensure_packages(log_path: str, say: Callable[[str], None] = print, sets: tup
         if made_policy:
             os.unlink(POLICY_RC_D)
     return time.monotonic() - t0
+
+
+# Slurm's NVML GPU plugin (gpu_nvml.so) is in Debian's `contrib` component (package slurm-wlm-nvml-plugin,
+# source slurm-wlm-contrib), which the machines here do not enable. Its Depends cannot be met as they are:
+# libnvidia-ml1 is non-free (the lab serves the stand-in libnvidia-ml.so.1 instead), and on Debian 12 it
+# pins slurm-wlm-basic-plugins (= 22.05.8-4+deb12u2) while main has 22.05.8-4+deb12u3. The plugin is built
+# from the same upstream 22.05.8 and slurmd only loads a plugin whose plugin_version equals its own
+# SLURM_VERSION_NUMBER (major.minor.micro; src/common/plugin.c plugin_peek), so the lab takes the one file:
+# `apt-get download` of the contrib package whose upstream version equals the installed slurmd's, through a
+# private sources list (nothing in /etc/apt changes, dpkg never sees it), and `dpkg-deb -x` of gpu_nvml.so
+# alone into NVML_PLUGIN_ROOT/<package version>/. slurm.conf's PluginDir names that directory after the
+# distribution's own (docs/lab.md "Slurm's NVML plugin").
+NVML_PLUGIN_PACKAGE = "slurm-wlm-nvml-plugin"
+NVML_PLUGIN_FILE = "gpu_nvml.so"
+NVML_PLUGIN_ROOT = "/var/lib/slurm-gpu/nvml-plugin"
+
+
+def installed_version(package: str) -> str | None:
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True,
+                       timeout=30, check=False)
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def upstream(version: str) -> str:
+    """Debian version -> upstream version: ``22.05.8-4+deb12u3`` -> ``22.05.8`` (epoch dropped)."""
+    return version.split(":", 1)[-1].rsplit("-", 1)[0]
+
+
+def system_plugin_dir() -> str | None:
+    """Where the distribution's Slurm plugins are (the directory of gres_gpu.so)."""
+    import glob
+
+    found = sorted(glob.glob("/usr/lib/*/slurm-wlm/gres_gpu.so")) + sorted(glob.glob("/usr/lib/slurm-wlm/gres_gpu.so"))
+    return os.path.dirname(found[0]) if found else None
+
+
+def contrib_sources(main_sources: list[tuple[str, str]]) -> str:
+    """One-line apt sources for the ``contrib`` component of the given (URI, suite) entries."""
+    return "".join(f"deb {uri} {suite} contrib\n" for uri, suite in main_sources)
+
+
+def debian_sources() -> list[tuple[str, str]]:
+    """(URI, suite) of the enabled ``deb`` entries with component ``main`` in /etc/apt/sources.list{,.d}."""
+    import glob
+
+    out: list[tuple[str, str]] = []
+    for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*.list"))]:
+        try:
+            lines = open(path, encoding="utf-8").read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            words = line.split("#", 1)[0].split()
+            if words[:1] == ["deb"]:
+                words = [w for w in words[1:] if not w.startswith("[")]
+                if len(words) >= 3 and "main" in words[2:]:
+                    out.append((words[0], words[1]))
+    for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+        try:
+            stanzas = open(path, encoding="utf-8").read().split("\n\n")
+        except OSError:
+            continue
+        for stanza in stanzas:
+            fields: dict[str, str] = {}
+            for line in stanza.splitlines():
+                key, sep, value = line.partition(":")
+                if sep and not line.startswith((" ", "#")):
+                    fields[key.strip().lower()] = value.strip()
+            if ("deb" in fields.get("types", "").split() and fields.get("enabled", "yes") != "no"
+                    and "main" in fields.get("components", "").split()):
+                out += [(u, s) for u in fields.get("uris", "").split() for s in fields.get("suites", "").split()]
+    codename = os_codename()
+    return list(dict.fromkeys((u, s) for u, s in out if not codename or s.split("-")[0] == codename))
+
+
+def os_codename() -> str:
+    """VERSION_CODENAME of /etc/os-release (bookworm, trixie), "" when unknown."""
+    try:
+        text = open("/etc/os-release", encoding="utf-8").read()
+    except OSError:
+        return ""
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key == "VERSION_CODENAME":
+            return value.strip().strip('"')
+    return ""
+
+
+def choose_version(candidates: list[str], slurmd_version: str) -> str | None:
+    """The candidate equal to slurmd's Debian version, else the newest of the same upstream version."""
+    if slurmd_version in candidates:
+        return slurmd_version
+    same = [c for c in candidates if upstream(c) == upstream(slurmd_version)]
+    if not same:
+        return None
+    r = subprocess.run(["sort", "-V"], input="\n".join(same) + "\n", capture_output=True, text=True, timeout=30,
+                       check=False)
+    return r.stdout.split()[-1] if r.returncode == 0 and r.stdout.split() else same[-1]
+
+
+def find_nvml_plugin(root: str = NVML_PLUGIN_ROOT, slurmd: str | None = None) -> str | None:
+    """The fetched plugin's directory for the installed slurmd's upstream version (no network), or None."""
+    slurmd = slurmd or installed_version("slurmd")
+    if not slurmd or not os.path.isdir(root):
+        return None
+    names = sorted(os.listdir(root), key=lambda n: n != slurmd)  # slurmd's own Debian version first
+    for found in names:
+        if upstream(found) == upstream(slurmd) and os.path.isfile(os.path.join(root, found, NVML_PLUGIN_FILE)):
+            return os.path.join(root, found)
+    return None
+
+
+def ensure_nvml_plugin(log_path: str, say: Callable[[str], None] = print,
+                       root: str = NVML_PLUGIN_ROOT) -> str | None:
+    """The directory holding Slurm's gpu_nvml.so for the installed slurmd (fetched once), or None with one
+    line said when there is none (no contrib package of slurmd's upstream version, no network)."""
+    import shutil
+    import tempfile
+
+    slurmd = installed_version("slurmd")
+    if not slurmd:
+        say("nvml plugin: slurmd is not installed")
+        return None
+    if (have := find_nvml_plugin(root, slurmd)) is not None:
+        return have
+    sources = debian_sources()
+    if not sources:
+        say("nvml plugin: no Debian archive with component main in /etc/apt/sources.list*")
+        return None
+    os.makedirs(root, mode=0o755, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="slurm-gpu-nvml-apt.") as tmp, open(log_path, "a") as log:
+        os.chmod(tmp, 0o755)  # apt's _apt user downloads into it
+        for d in ("lists/partial", "cache/archives/partial", "get"):
+            os.makedirs(os.path.join(tmp, d), exist_ok=True)
+        src = os.path.join(tmp, "contrib.list")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(contrib_sources(sources))
+        opts = [f"-oDir::Etc::SourceList={src}", "-oDir::Etc::SourceParts=/nonexistent",
+                f"-oDir::State::Lists={tmp}/lists", f"-oDir::Cache={tmp}/cache", "-oAPT::Sandbox::User=root"]
+
+        def run(argv: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+            log.write(f"$ {' '.join(argv)}\n")
+            log.flush()
+            r = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+            log.write(r.stdout + r.stderr)
+            return r
+
+        if run(["apt-get", *opts, "update", "-q"]).returncode != 0:
+            say(f"nvml plugin: apt-get update of the contrib component failed; see {log_path}")
+            return None
+        r = run(["apt-cache", *opts, "madison", NVML_PLUGIN_PACKAGE])
+        candidates = [f.split("|")[1].strip() for f in r.stdout.splitlines() if f.count("|") >= 2]
+        version = choose_version(candidates, slurmd)
+        if version is None:
+            say(f"nvml plugin: no {NVML_PLUGIN_PACKAGE} of Slurm {upstream(slurmd)} in contrib "
+                f"(found: {', '.join(candidates) or 'none'})")
+            return None
+        get = os.path.join(tmp, "get")
+        if run(["apt-get", *opts, "download", f"{NVML_PLUGIN_PACKAGE}={version}"], cwd=get).returncode != 0:
+            say(f"nvml plugin: apt-get download {NVML_PLUGIN_PACKAGE}={version} failed; see {log_path}")
+            return None
+        debs = [n for n in os.listdir(get) if n.endswith(".deb")]
+        if len(debs) != 1 or run(["dpkg-deb", "-x", os.path.join(get, debs[0]), os.path.join(tmp, "x")]).returncode:
+            say(f"nvml plugin: cannot unpack the {NVML_PLUGIN_PACKAGE} package; see {log_path}")
+            return None
+        found = [os.path.join(d, NVML_PLUGIN_FILE) for d, _, files in os.walk(os.path.join(tmp, "x"))
+                 if NVML_PLUGIN_FILE in files]
+        if len(found) != 1:
+            say(f"nvml plugin: {NVML_PLUGIN_PACKAGE}={version} holds no {NVML_PLUGIN_FILE}")
+            return None
+        dest = os.path.join(root, version)
+        stage = tempfile.mkdtemp(prefix=".stage.", dir=root)
+        shutil.copy2(found[0], os.path.join(stage, NVML_PLUGIN_FILE))
+        os.chmod(os.path.join(stage, NVML_PLUGIN_FILE), 0o644)
+        os.chmod(stage, 0o755)
+        try:
+            os.rename(stage, dest)
+        except OSError:  # another lab got there first
+            shutil.rmtree(stage, ignore_errors=True)
+        say(f"nvml plugin: {NVML_PLUGIN_FILE} of {NVML_PLUGIN_PACKAGE}={version} (slurmd {slurmd}) in {dest}")
+        return dest

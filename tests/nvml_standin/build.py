@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SOURCES = ("standin_state.c", "standin_api.c", "standin_device.c", "standin_mig.c")
+SOURCES = ("standin_state.c", "standin_api.c", "standin_device.c", "standin_mig.c", "standin_links.c")
 HEADERS = ("standin.h", "standin_api.h")
 FLAGS = (
     "-std=gnu11",
@@ -34,6 +34,9 @@ FLAGS = (
     "-Wl,-soname,libnvidia-ml.so.1",
 )
 SONAME = "libnvidia-ml.so.1"
+# Slurm 22.05's gpu plugin selector dlopen()s the unversioned name before loading gpu_nvml.so
+# (src/common/gpu.c gpu_plugin_init: dlopen("libnvidia-ml.so")); the driver packages ship it as a link.
+DEV_LINK = "libnvidia-ml.so"
 
 
 class BuildError(RuntimeError):
@@ -69,6 +72,7 @@ def build(cache: Path | None = None) -> Path:
     out_dir = (cache or cache_root()) / source_hash(cc)
     lib = out_dir / SONAME
     if lib.is_file():
+        _dev_link(out_dir)
         return out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(out_dir, 0o755)  # the lab's hooks run as other users
@@ -80,7 +84,18 @@ def build(cache: Path | None = None) -> Path:
         raise BuildError(f"{' '.join(argv)} failed (exit {r.returncode}):\n{r.stderr.strip()}")
     os.chmod(tmp, 0o755)
     os.replace(tmp, lib)  # atomic: concurrent builders never see a half-written library
+    _dev_link(out_dir)
     return out_dir
+
+
+def _dev_link(out_dir: Path) -> None:
+    link = out_dir / DEV_LINK
+    if link.is_symlink() or link.exists():
+        return
+    tmp = out_dir / f".{DEV_LINK}.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    os.symlink(SONAME, tmp)
+    os.replace(tmp, link)
 
 
 def main(argv: list[str]) -> int:

@@ -15,11 +15,14 @@ enum {
 
 #define MAX_GPUS 16
 #define MAX_PROFILES 12  /* NVML_GPU_INSTANCE_PROFILE_* constants 0..11 */
-#define MAX_GI 16        /* GPU instance ids 1..15 */
+#define MAX_GI 16        /* GPU instance ids 0..14 (the driver's, see gi_id in standin_mig.c) */
 #define MAX_CI 8         /* compute instance ids 0..7 per GPU instance */
 #define MAX_PROCS 64
 #define MAX_PAGES 64
 #define TEXT 96
+#define MAX_LINKS 18     /* NVML_NVLINK_MAX_LINKS of the nvml.h Slurm 22.05/24.11 were built with */
+#define MAX_CLOCKS 8
+#define MAX_GFX 64
 
 struct profile {        /* one NVML_GPU_INSTANCE_PROFILE_<n> of a GPU model, from `nvidia-smi mig -lgip` */
     int present;
@@ -51,6 +54,11 @@ struct gpu {
     unsigned n_sbe, n_dbe; unsigned long long sbe[MAX_PAGES], dbe[MAX_PAGES]; int pages_pending;
     int remap_supported; unsigned remap_corr, remap_unc, remap_pending, remap_failure;
     int mig_capable, mig_current, mig_pending;
+    unsigned nlinks;    /* NVLink lanes; 0: NVLink not supported (PCIe-only board) */
+    char links[MAX_LINKS][32];  /* remote PCI bus id of each lane, "" = lane inactive */
+    unsigned nmem_clocks, ngfx[MAX_CLOCKS];  /* supported clocks (nvidia-smi -q -d SUPPORTED_CLOCKS) */
+    unsigned mem_clocks[MAX_CLOCKS], gfx_clocks[MAX_CLOCKS][MAX_GFX];
+    unsigned app_mem, app_gfx, def_mem, def_gfx;  /* applications clocks: current and default (MHz) */
     unsigned nprocs; struct proc procs[MAX_PROCS];
     unsigned nacct; struct acct accts[MAX_PROCS];
     struct gi gis[MAX_GI];

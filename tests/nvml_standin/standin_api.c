@@ -201,7 +201,7 @@ API int nvmlDeviceGetHandleByUUID(const char *uuid, void **out)
     if (!uuid || !out) return E_INVALID_ARGUMENT;
     for (unsigned g = 0; g < N.ngpus; g++) {
         if (!strcmp(N.gpus[g].uuid, uuid)) { *out = &H_gpu[g]; return N.gpus[g].lost ? E_GPU_IS_LOST : OK; }
-        for (unsigned gi = 1; gi < MAX_GI; gi++)
+        for (unsigned gi = 0; gi < MAX_GI; gi++)
             for (unsigned ci = 0; ci < MAX_CI; ci++)
                 if (N.gpus[g].cis[gi][ci].used && !strcmp(N.gpus[g].cis[gi][ci].uuid, uuid)) {
                     *out = &H_mig[g][gi][ci];

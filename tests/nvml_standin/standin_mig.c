@@ -44,7 +44,7 @@ API int nvmlDeviceGetMigMode(void *d, unsigned *current, unsigned *pending)
 
 static int has_instances(const struct gpu *g)
 {
-    for (int i = 1; i < MAX_GI; i++)
+    for (int i = 0; i < MAX_GI; i++)
         if (g->gis[i].used) return 1;
     return 0;
 }
@@ -105,7 +105,7 @@ API int nvmlDeviceGetGpuInstanceProfileInfoV(void *d, unsigned profile, gi_profi
 
 static int placement_free(const struct gpu *g, const struct profile *p, unsigned start)
 {
-    for (int i = 1; i < MAX_GI; i++) {
+    for (int i = 0; i < MAX_GI; i++) {
         if (!g->gis[i].used) continue;
         unsigned s = g->gis[i].start, e = s + N.profiles[g->gis[i].profile].mem_slices;
         if (start < e && s < start + p->mem_slices) return 0;
@@ -116,7 +116,7 @@ static int placement_free(const struct gpu *g, const struct profile *p, unsigned
 static unsigned instances_of(const struct gpu *g, unsigned index)
 {
     unsigned n = 0;
-    for (int i = 1; i < MAX_GI; i++) n += g->gis[i].used && g->gis[i].profile == index;
+    for (int i = 0; i < MAX_GI; i++) n += g->gis[i].used && g->gis[i].profile == index;
     return n;
 }
 
@@ -149,6 +149,21 @@ API int nvmlDeviceGetGpuInstanceRemainingCapacity(void *d, unsigned id, unsigned
     return OK;
 }
 
+/* The GPU-instance id the driver gives a placement: fixed by the block of memory slices it covers, not by
+ * creation order (docs/nvml_standin.md "GPU-instance ids"): the whole GPU 0; the half at slice 4 is 1, at 0 is 2;
+ * quarters 3 + start/2; eighths 7 + start. Public captures: seven 1g.10gb on an H100 got ids 7..13 at
+ * placements 0..6 (in creation order 13, 11, 12, 7, 8, 9, 10); two 3g.20gb on an A100 got 1 at 4:4 and 2 at 0:4
+ * (NVIDIA MIG user guide). */
+static unsigned gi_id(const struct profile *p, unsigned start)
+{
+    switch (p->mem_slices) {
+    case 8: return 0;
+    case 4: return start >= 4 ? 1 : 2;
+    case 2: return 3 + start / 2;
+    default: return 7 + start;
+    }
+}
+
 static int create_gi(void *d, unsigned id, const placement_t *want, void **out, const char *sym)
 {
     int fd = enter_write(sym);
@@ -165,9 +180,8 @@ static int create_gi(void *d, unsigned id, const placement_t *want, void **out, 
     for (unsigned i = 0; i < p->nplace && start < 0; i++)
         if ((!want || want->start == p->place[i]) && placement_free(g, p, p->place[i])) start = p->place[i];
     if (start < 0) FAIL(want ? E_INVALID_ARGUMENT : E_INSUFFICIENT_RESOURCES);
-    unsigned gi = 1;
-    while (gi < MAX_GI && g->gis[gi].used) gi++;
-    if (gi == MAX_GI) FAIL(E_INSUFFICIENT_RESOURCES);
+    unsigned gi = gi_id(p, (unsigned)start);
+    if (gi >= MAX_GI || g->gis[gi].used) FAIL(E_INSUFFICIENT_RESOURCES);
     g->gis[gi] = (struct gi){1, idx, (unsigned)start};
     *out = &H_gi[g - N.gpus][gi];
     return state_commit_unlock(fd, 1);
@@ -193,7 +207,7 @@ API int nvmlDeviceGetGpuInstances(void *d, unsigned id, void **out, unsigned *co
     if (!profile_by_id(id, &idx) || !out || !count) return E_INVALID_ARGUMENT;
     if (!g->mig_current) return E_NOT_SUPPORTED;
     unsigned n = 0;
-    for (int i = 1; i < MAX_GI; i++)
+    for (int i = 0; i < MAX_GI; i++)
         if (g->gis[i].used && g->gis[i].profile == idx) out[n++] = &H_gi[g - N.gpus][i];
     *count = n;
     return OK;
@@ -204,7 +218,7 @@ API int nvmlDeviceGetGpuInstanceById(void *d, unsigned id, void **out)
     struct gpu *g;
     int rc = enter("nvmlDeviceGetGpuInstanceById");
     if (rc || (rc = physical(d, &g))) return rc;
-    if (!out || id == 0 || id >= MAX_GI) return E_INVALID_ARGUMENT;
+    if (!out || id >= MAX_GI) return E_INVALID_ARGUMENT;
     if (!g->mig_current) return E_NOT_SUPPORTED;
     if (!g->gis[id].used) return E_NOT_FOUND;
     *out = &H_gi[g - N.gpus][id];
@@ -398,7 +412,7 @@ API int nvmlDeviceGetMigDeviceHandleByIndex(void *d, unsigned index, void **out)
     if (!out) return E_INVALID_ARGUMENT;
     if (!g->mig_current) return E_NOT_SUPPORTED;
     unsigned n = 0;
-    for (unsigned gi = 1; gi < MAX_GI; gi++)
+    for (unsigned gi = 0; gi < MAX_GI; gi++)
         for (unsigned ci = 0; ci < MAX_CI; ci++)
             if (g->gis[gi].used && g->cis[gi][ci].used && n++ == index) {
                 *out = &H_mig[g - N.gpus][gi][ci];

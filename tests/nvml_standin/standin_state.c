@@ -156,17 +156,57 @@ static int gpu_key(struct gpu *g, const char *k, const char *v)
             g->accts[i] = (struct acct){r[i][0], r[i][1], r[i][2], r[i][3], r[i][4], r[i][5]};
         return 1;
     }
+    if (!strcmp(k, "nvlinks")) {  /* na | <remote bus id or -> ... (one per lane) */
+        g->nlinks = 0;
+        if (!strcmp(v, "na")) return 1;
+        char buf[MAX_LINKS * 32 + 64], *save = NULL;
+        if (strlen(v) >= sizeof buf) return 0;
+        strcpy(buf, v);
+        for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+            if (g->nlinks >= MAX_LINKS || strlen(t) >= 32) return 0;
+            strcpy(g->links[g->nlinks++], strcmp(t, "-") ? t : "");
+        }
+        return 1;
+    }
+    if (!strcmp(k, "clocks")) {  /* na | <mem>:<gfx>/<gfx>/... ... */
+        g->nmem_clocks = 0;
+        if (!strcmp(v, "na")) return 1;
+        char buf[4096], *save = NULL;
+        if (strlen(v) >= sizeof buf) return 0;
+        strcpy(buf, v);
+        for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+            unsigned m = g->nmem_clocks;
+            char *colon = strchr(t, ':'), *s2 = NULL;
+            if (m >= MAX_CLOCKS || !colon) return 0;
+            *colon = 0;
+            if (!num(t, 100000, &x)) return 0;
+            g->mem_clocks[m] = x;
+            g->ngfx[m] = 0;
+            for (char *c = strtok_r(colon + 1, "/", &s2); c; c = strtok_r(NULL, "/", &s2)) {
+                if (g->ngfx[m] >= MAX_GFX || !num(c, 100000, &x)) return 0;
+                g->gfx_clocks[m][g->ngfx[m]++] = x;
+            }
+            g->nmem_clocks++;
+        }
+        return 1;
+    }
+    if (!strcmp(k, "app_clocks") || !strcmp(k, "default_app_clocks")) {  /* <mem>:<gfx> */
+        if (rows(v, 2, r, 1) != 1 || r[0][0] > 100000 || r[0][1] > 100000) return 0;
+        if (k[0] == 'a') g->app_mem = r[0][0], g->app_gfx = r[0][1];
+        else g->def_mem = r[0][0], g->def_gfx = r[0][1];
+        return 1;
+    }
     unsigned gi, ci;
     char tail;
     if (sscanf(k, "gi.%u%c", &gi, &tail) == 1) {  /* gi.<id>=<profile>:<start> */
-        if (gi == 0 || gi >= MAX_GI || rows(v, 2, r, 1) != 1 || r[0][0] >= MAX_PROFILES || r[0][1] > 7) return 0;
+        if (gi >= MAX_GI || rows(v, 2, r, 1) != 1 || r[0][0] >= MAX_PROFILES || r[0][1] > 7) return 0;
         g->gis[gi] = (struct gi){1, r[0][0], r[0][1]};
         return 1;
     }
     if (sscanf(k, "ci.%u.%u%c", &gi, &ci, &tail) == 2) {  /* ci.<gi>.<id>=<profile>:<MIG uuid> */
         const char *colon = strchr(v, ':');
         char prof[16];
-        if (gi == 0 || gi >= MAX_GI || ci >= MAX_CI || !colon || colon - v >= (long)sizeof prof) return 0;
+        if (gi >= MAX_GI || ci >= MAX_CI || !colon || colon - v >= (long)sizeof prof) return 0;
         memcpy(prof, v, colon - v);
         prof[colon - v] = 0;
         if (!num(prof, 4, &x)) return 0;  /* NVML_COMPUTE_INSTANCE_PROFILE_{1,2,3,4,7}_SLICE */
@@ -277,7 +317,7 @@ int state_load(void)
     for (unsigned i = 0; rc == OK && i < N.ngpus; i++) {
         const struct gpu *g = &N.gpus[i];
         if (!g->name[0] || !g->uuid[0] || !g->bus_id[0]) rc = bad(line, "gpu without name, uuid or bus_id", NULL);
-        for (int gi = 1; rc == OK && gi < MAX_GI; gi++)
+        for (int gi = 0; rc == OK && gi < MAX_GI; gi++)
             for (int ci = 0; rc == OK && ci < MAX_CI; ci++)
                 if ((g->gis[gi].used && !N.profiles[g->gis[gi].profile].present) ||
                     (g->cis[gi][ci].used && !g->gis[gi].used))
@@ -336,6 +376,22 @@ static int serialise(FILE *f)
             P("remapped_rows=%s", "na");
         P("mig_capable=%d", g->mig_capable); P("mig_current=%d", g->mig_current);
         P("mig_pending=%d", g->mig_pending);
+        if (!g->nlinks) P("nvlinks=%s", "na");
+        else {
+            fprintf(f, "gpu.%u.nvlinks=", i);
+            for (unsigned j = 0; j < g->nlinks; j++) fprintf(f, "%s%s", j ? " " : "", g->links[j][0] ? g->links[j] : "-");
+            fputc('\n', f);
+        }
+        if (!g->nmem_clocks) P("clocks=%s", "na");
+        else {
+            fprintf(f, "gpu.%u.clocks=", i);
+            for (unsigned m = 0; m < g->nmem_clocks; m++) {
+                fprintf(f, "%s%u:", m ? " " : "", g->mem_clocks[m]);
+                for (unsigned j = 0; j < g->ngfx[m]; j++) fprintf(f, "%s%u", j ? "/" : "", g->gfx_clocks[m][j]);
+            }
+            fputc('\n', f);
+        }
+        P("app_clocks=%u:%u", g->app_mem, g->app_gfx); P("default_app_clocks=%u:%u", g->def_mem, g->def_gfx);
         fprintf(f, "gpu.%u.processes=", i);
         put_rows_procs(f, g);
         fprintf(f, "\ngpu.%u.accounted=", i);
@@ -345,7 +401,7 @@ static int serialise(FILE *f)
                     a->max_mem_mib, a->time_ms, a->start_us);
         }
         fputc('\n', f);
-        for (int gi = 1; gi < MAX_GI; gi++) {
+        for (int gi = 0; gi < MAX_GI; gi++) {
             if (!g->gis[gi].used) continue;
             P("gi.%d=%u:%u", gi, g->gis[gi].profile, g->gis[gi].start);
             for (int ci = 0; ci < MAX_CI; ci++)

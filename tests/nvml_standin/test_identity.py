@@ -104,7 +104,7 @@ a = N.nvmlDeviceGetIndex(N.nvmlDeviceGetHandleByUUID("GPU-00000005-0000-0000-000
 b = N.nvmlDeviceGetIndex(N.nvmlDeviceGetHandleByPciBusId("00000000:B9:00.0"))
 c = N.nvmlDeviceGetIndex(N.nvmlDeviceGetHandleByPciBusId("0000:b9:00.0"))
 out([a, b, c, err(N.nvmlDeviceGetHandleByUUID, "GPU-nope"), err(N.nvmlDeviceGetHandleByIndex, 8),
-     err(N.nvmlDeviceGetNvLinkState, N.nvmlDeviceGetHandleByIndex(0), 0)])
+     err(N.nvmlDeviceGetBrand, N.nvmlDeviceGetHandleByIndex(0))])
 """
     )
     assert got == [5, 6, 6, "NVMLError_NotFound", "NVMLError_InvalidArgument", "NVMLError_FunctionNotFound"]
