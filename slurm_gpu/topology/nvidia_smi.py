@@ -17,6 +17,7 @@ columns, and the distinct CPU Affinity cells may name at most 4 x MAX_CPUS cpus 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from slurm_gpu.errors import TopologyError
 from slurm_gpu.topology.infer import check_against_lscpu, infer_cpu_layout, primary_numa
@@ -201,11 +202,36 @@ def parse_topo_matrix(text: str, source: str = "nvidia-smi topo -m") -> SmiTable
                     f"(line {row_line[a]})"
                 )
             links.append(Link(canon[a], canon[b], "SYS" if ab == "SOC" else ab))
+    links, switched = _mark_switched(links)
+    if switched:
+        notes.append(f"{source}: NVLinks of {', '.join(switched)} add up to more lanes than a GPU has "
+                     f"({NVLINK_MAX_LANES}): taken as NVSwitch-ended (Slurm's Links= counts them as 0)")
     names = {v: k for k, v in nic_labels.items() if k != v}
     names.update(_nic_legend(lines))
     return SmiTable(
         tuple(canon[d] for d in devices), tuple(sorted(gpus, key=lambda g: g.index)), tuple(links), names, tuple(notes)
     )
+
+
+# NVML_NVLINK_MAX_LINKS of nvml.h 12.x: no GPU has more lanes (V100 6, A100 12, H100/H200 18). A GPU whose
+# NV<k> relations add up to more cannot be wired directly: its lanes end at NVSwitches (HGX/DGX 8-GPU
+# boards print NV12/NV18 to every peer), where NVML reports the switch as the lane's remote end and Slurm's
+# AutoDetect=nvml counts no link (src/plugins/gpu/nvml/gpu_nvml.c _nvml_get_nvlink_info, 22.05 and 24.11;
+# checked by tests/topology/test_slurm_detection.py).
+NVLINK_MAX_LANES = 18
+
+
+def _mark_switched(links: list[Link]) -> tuple[list[Link], list[str]]:
+    lanes: dict[str, int] = {}
+    for lk in links:
+        if lk.nvlinks and _GPU.match(lk.a) and _GPU.match(lk.b):
+            lanes[lk.a] = lanes.get(lk.a, 0) + lk.nvlinks
+            lanes[lk.b] = lanes.get(lk.b, 0) + lk.nvlinks
+    over = sorted((g for g, n in lanes.items() if n > NVLINK_MAX_LANES), key=lambda g: int(g[3:]))
+    if not over:
+        return links, []
+    out = [replace(lk, switched=True) if lk.nvlinks and (lk.a in over or lk.b in over) else lk for lk in links]
+    return out, over
 
 
 Row = tuple[int, str, list[str], list[str]]  # line number, label, matrix cells, affinity cells

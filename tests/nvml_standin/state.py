@@ -137,7 +137,21 @@ def _gpu_lines(i: int, g: dict[str, Any], epoch_ms: int) -> list[str]:
             "{pid}:{gpu_util}:{mem_util}:{max_mem_mib}:{time_ms}:{start_us}".format(**a) for a in g.get("accounted", [])
         ),
     }
-    return [f"gpu.{i}.{k}={v}" for k, v in fields.items()]
+    links = g.get("nvlinks")  # remote PCI bus id per NVLink lane (None: lane down); absent/None: no NVLink
+    fields["nvlinks"] = "na" if not links else " ".join(b or "-" for b in links)
+    clocks = g.get("clocks")  # {"<mem MHz>": [gfx MHz, ...]} (nvidia-smi -q -d SUPPORTED_CLOCKS)
+    fields["clocks"] = "na" if not clocks else " ".join(
+        f"{m}:{'/'.join(str(c) for c in gfx)}" for m, gfx in clocks.items())
+    app = g.get("app_clocks") or [0, 0]
+    fields["app_clocks"] = f"{app[0]}:{app[1]}"
+    default = g.get("default_app_clocks") or app
+    fields["default_app_clocks"] = f"{default[0]}:{default[1]}"
+    lines = [f"gpu.{i}.{k}={v}" for k, v in fields.items()]
+    # MIG instances: {"gi": id, "profile": index, "start": slice, "cis": [{ci, profile, uuid}]}
+    for inst in g.get("mig_instances", []):
+        lines.append(f"gpu.{i}.gi.{inst['gi']}={inst['profile']}:{inst['start']}")
+        lines += [f"gpu.{i}.ci.{inst['gi']}.{c['ci']}={c.get('profile', 0)}:{c['uuid']}" for c in inst.get("cis", [])]
+    return lines
 
 
 def render(fixture: dict[str, Any], *, fail: tuple[str, ...] = (), hang: str = "", root_only: bool = False) -> str:

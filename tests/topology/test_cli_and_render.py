@@ -114,7 +114,8 @@ def test_gres_conf_and_node_conf_commands():
     )
     assert out.stdout.strip().endswith("Gres=gpu:a100:4 Features=mig")
     out = run("fake-gpus-conf", "--from-file", str(EXAMPLES / "h100x8.yaml"), "--type", "h100")
-    assert out.stdout.splitlines()[7] == "h100|32|16-31|18,18,18,18,18,18,18,-1|/dev/nvidia7"
+    # NV18 to all 7 peers is more lanes than an H100 has (18): NVSwitch-ended, no link in Slurm's count
+    assert out.stdout.splitlines()[7] == "h100|32|16-31|0,0,0,0,0,0,0,-1|/dev/nvidia7"
 
 
 def test_gres_conf_numa_advice_for_nps4():
