@@ -10,10 +10,11 @@ parent GPU ``/dev/nvidiaN`` and the MIG capability devices of its GPU instance a
 ``/dev/nvidia-caps/nvidia-capM``. The capability minors follow the driver's
 ``/proc/driver/nvidia-caps/mig-minors`` table: ``config`` 1, ``monitor`` 2, then per GPU minor ``g`` and
 GPU instance ``i`` (0-14) ``gpu<g>/gi<i>/access`` = 3 + (15 g + i) x 9, followed by its compute
-instances ``gpu<g>/gi<i>/ci<c>/access`` (c 0-7). The GPU instance ids are taken as 0, 1, ... in the
-order ``mig_layout`` lists them, each with its one compute instance 0: the ids the hooks' stand-in
-hands out when they build the layout on an empty GPU. On hardware, write ``mig_layout`` in the order
-``nvidia-smi mig -lgi`` lists the instances by id and compare with ``slurmd -G`` (AutoDetect=nvml).
+instances ``gpu<g>/gi<i>/ci<c>/access`` (c 0-7). The GPU-instance ids are the driver's for the placements
+the hooks create the layout at (:func:`static_mig_devices`; fixed by placement, not by creation order or
+the slice's position), each with its one compute instance 0; lines per GPU in NVML's MIG order.
+tests/topology/test_slurm_detection.py checks them against Slurm's own AutoDetect=nvml. On hardware,
+compare with ``nvidia-smi mig -lgi`` and ``slurmd -G``, or use ``AutoDetect=nvml`` (docs/mig_mps.md).
 Dynamic-MIG and non-MIG nodes keep whole-GPU lines: slurmd never sees a per-job layout.
 
 **Shards** (``shards_per_gpu``, docs/cluster.md "Shards"): after a node type's GPU lines, one
@@ -55,8 +56,23 @@ def static_mig_types(node_type: NodeType) -> list[tuple[str, int]]:
     return list(counts.items())
 
 
-def static_mig_lines(node_type: NodeType, topo: Topology, device_dir: str = "/dev") -> list[str]:
-    """One ``NodeName=... Name=gpu Type=<type>_<profile> MultipleFiles=... [Cores=...]`` line per MIG device."""
+def static_mig_devices(node_type: NodeType, memory_gb: int) -> list[tuple[str, int]]:
+    """(profile, GPU-instance id) of each MIG device of one GPU of a static node type, in NVML's MIG order
+    (by GPU-instance id): the layout placed as the hooks create it (:func:`slurm_gpu.sharing.mig.place`),
+    each placement with the id the driver gives it (:func:`slurm_gpu.sharing.mig.gpu_instance_id`), one
+    compute instance 0 each. Never the slice's position in ``mig_layout``."""
+    from slurm_gpu.sharing.mig import Layout, gpu_instance_id, layout_counts, nominal_geometry, place
+
+    geometry = nominal_geometry(dict.fromkeys(node_type.mig_layout), memory_gb)
+    placed = place(Layout.of(True, layout_counts(node_type.mig_layout)), geometry)
+    return sorted(((prof, gpu_instance_id(geometry[prof].memory_slices, start)) for prof, start in placed),
+                  key=lambda d: d[1])
+
+
+def static_mig_lines(node_type: NodeType, topo: Topology, device_dir: str = "/dev",
+                     memory_gb: int | None = None) -> list[str]:
+    """One ``NodeName=... Name=gpu Type=<type>_<profile> MultipleFiles=... [Cores=...]`` line per MIG device.
+    ``memory_gb``: the GPU's memory (the policy's GPU type; else the topology's, else 80)."""
     from slurm_gpu.cpulist import format_cpulist
     from slurm_gpu.topology.slurmconf import check_word
 
@@ -65,7 +81,8 @@ def static_mig_lines(node_type: NodeType, topo: Topology, device_dir: str = "/de
     out: list[str] = []
     for g in topo.gpus[:node_type.gpus]:
         cores = topo.gpu_cores(g.index)
-        for gi, prof in enumerate(node_type.mig_layout):
+        mem = memory_gb or (round(g.memory_mib / 1024) if g.memory_mib else 80)
+        for prof, gi in static_mig_devices(node_type, mem):
             gi_minor, ci_minor = mig_cap_minors(g.device_minor, gi)
             files = ",".join((f"{base}/nvidia{g.device_minor}", f"{base}/nvidia-caps/nvidia-cap{gi_minor}",
                               f"{base}/nvidia-caps/nvidia-cap{ci_minor}"))
@@ -113,7 +130,8 @@ def gres_lines(policy: Policy, topologies: Mapping[str, Topology], device_dir: s
     out: list[str] = []
     for nt in policy.node_types:
         if nt.gpu_type and nt.gpus and static_mig_types(nt):
-            out.extend(static_mig_lines(nt, topologies[nt.name], device_dir))
+            gt = policy.gpu_type(nt.gpu_type)
+            out.extend(static_mig_lines(nt, topologies[nt.name], device_dir, int(gt.memory_gb) if gt else None))
         elif nt.gpu_type and nt.gpus:
             out.extend(gres_conf_lines(topologies[nt.name], compress_hostlist(list(nt.nodes)), nt.gpu_type, device_dir))
             out.extend(shard_lines(nt, topologies[nt.name], device_dir))
@@ -125,5 +143,5 @@ def gres_conf(policy: Policy, topologies: Mapping[str, Topology], device_dir: st
     return "\n".join([header, "AutoDetect=off", *gres_lines(policy, topologies, device_dir)]) + "\n"
 
 
-__all__ = ["gres_lines", "gres_conf", "mig_cap_minors", "static_mig_types", "static_mig_lines", "shard_count",
+__all__ = ["gres_lines", "gres_conf", "mig_cap_minors", "static_mig_types", "static_mig_lines", "static_mig_devices", "shard_count",
            "shard_lines", "gres_names"]

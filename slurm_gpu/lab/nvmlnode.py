@@ -43,15 +43,11 @@ DEFAULT_DRIVER = "535.161.08"  # a driver >= 470.42.01: MIG devices have their o
 
 
 def gi_id(memory_slices: int, start: int) -> int:
-    """The GPU-instance id the driver gives a placement: fixed by the block of the 8 memory slices it
-    covers, not by creation order (the same rule as the stand-in's ``gi_id``; docs/nvml_standin.md)."""
-    if memory_slices >= 8:
-        return 0
-    if memory_slices >= 4:
-        return 1 if start >= 4 else 2
-    if memory_slices >= 2:
-        return 3 + start // 2
-    return 7 + start
+    """The driver's GPU-instance id of a placement (:func:`slurm_gpu.sharing.mig.gpu_instance_id`; the
+    stand-in's ``gi_id`` in standin_mig.c is the same rule)."""
+    from slurm_gpu.sharing.mig import gpu_instance_id
+
+    return gpu_instance_id(memory_slices, start)
 
 
 def mig_minors_text(gpus: int = MIG_MINOR_GPUS) -> str:
@@ -81,31 +77,15 @@ def _uuid(seed: str, prefix: str) -> str:
 
 
 def place_layout(profiles: Mapping[str, Mapping[str, Any]], layout: Sequence[str]) -> list[tuple[str, int]]:
-    """(profile index, start memory slice) for each MIG profile name of ``layout`` on an empty GPU: biggest
-    first, each at the highest free placement that still lets the rest fit (the driver's own choice when
-    ``nvidia-smi mig -cgi`` names no placement starts high: the first 3g.20gb of an A100 lands at 4:4, the
-    first 1g.10gb of an H100 at 6:1; see docs/mig_mps.md). Raises ValueError when the layout does not fit."""
-    by_name = {p["name"]: (idx, p) for idx, p in profiles.items()}
-    for name in layout:
-        if name not in by_name:
-            raise ValueError(f"MIG profile {name!r} is not offered by this GPU ({', '.join(sorted(by_name))})")
-    order = sorted(layout, key=lambda n: (-int(by_name[n][1]["slices"]), -int(by_name[n][1]["memory_slices"])))
+    """(profile index, start memory slice) for each instance of ``layout`` on an empty GPU with the recorded
+    placement table ``profiles``: where the node hooks create them (:func:`slurm_gpu.sharing.mig.place`,
+    CreateGpuInstanceWithPlacement). Raises ValueError (MigError) when the layout does not fit."""
+    from slurm_gpu.sharing.mig import Layout, Profile, layout_counts, place
 
-    def fit(i: int, used: frozenset[int]) -> list[tuple[str, int]] | None:
-        if i == len(order):
-            return []
-        idx, p = by_name[order[i]]
-        size = int(p["memory_slices"])
-        for start in sorted((int(s) for s in p["placements"]), reverse=True):
-            span = frozenset(range(start, start + size))
-            if not span & used and (rest := fit(i + 1, used | span)) is not None:
-                return [(idx, start), *rest]
-        return None
-
-    placed = fit(0, frozenset())
-    if placed is None:
-        raise ValueError(f"MIG layout {list(layout)} does not fit on one GPU")
-    return placed
+    index = {str(p["name"]): idx for idx, p in profiles.items()}
+    geometry = {str(p["name"]): Profile(str(p["name"]), int(p["slices"]), int(p["memory_slices"]), int(p["count"]),
+                                        tuple(int(s) for s in p["placements"])) for p in profiles.values()}
+    return [(index[prof], start) for prof, start in place(Layout.of(True, layout_counts(layout)), geometry)]
 
 
 def mig_instances(gpu_uuid: str, profiles: Mapping[str, Mapping[str, Any]], layout: Sequence[str],

@@ -104,6 +104,40 @@ class Action:
     enable: bool = False
 
 
+MEMORY_SLICES = 8  # a MIG-capable GPU's memory is cut in 8 slices (NVML placements count them)
+
+
+def nominal_geometry(profiles: Iterable[str], memory_gb: int) -> dict[str, Profile]:
+    """The placement table of ``profiles`` on a GPU of ``memory_gb``, without asking NVML: a profile's
+    size is its memory in eighths of the GPU (rounded to 1, 2, 4 or 8), its starts are the multiples of
+    that size where its compute slices still fit in 7, one instance with media extensions (+me). This is
+    ``nvidia-smi mig -lgipp`` of the A100 40/80GB and H100 80GB (docs/mig_mps.md "MIG facts"); the
+    node's own table (adapters.gpu_config) wins wherever NVML is there."""
+    out: dict[str, Profile] = {}
+    for name in profiles:
+        p = parse_mig_profile(name)
+        eighths = max(1.0, p.memory_gb * MEMORY_SLICES / memory_gb) if memory_gb > 0 else 1.0
+        size = min((s for s in (1, 2, 4, 8) if s >= round(eighths)), default=8)
+        starts = tuple(s for s in range(0, MEMORY_SLICES, size) if s + p.slices <= COMPUTE_SLICES)
+        out[p.name] = Profile(p.name, p.slices, size, 1 if p.media_extensions else len(starts), starts)
+    return out
+
+
+def gpu_instance_id(memory_slices: int, start: int) -> int:
+    """The GPU-instance id the driver gives a placement: fixed by the block of memory slices it covers,
+    not by creation order: the whole GPU 0; the half at slice 4 is 1, at 0 is 2; quarters 3 + start/2;
+    eighths 7 + start. Seen in public captures: seven 1g.10gb on an H100 got ids 7..13 at placements 0..6
+    (created in the order 13, 11, 12, 7, 8, 9, 10), two 3g.20gb on an A100 got 1 at 4:4 and 2 at 0:4
+    (NVIDIA MIG user guide); the quarter ids follow the same tree (docs/mig_mps.md "MIG facts")."""
+    if memory_slices >= 8:
+        return 0
+    if memory_slices >= 4:
+        return 1 if start >= 4 else 2
+    if memory_slices >= 2:
+        return 3 + start // 2
+    return 7 + start
+
+
 # ---- policy side ------------------------------------------------------------------------------
 
 def layout_counts(profiles: Iterable[str]) -> tuple[tuple[str, int], ...]:

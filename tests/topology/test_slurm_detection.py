@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,8 +24,9 @@ from typing import Any
 
 import pytest
 
-from slurm_gpu.emit.gres_conf import mig_cap_minors
+from slurm_gpu.emit.gres_conf import mig_cap_minors, static_mig_lines
 from slurm_gpu.lab import install, nvmlnode
+from slurm_gpu.policy.model import NodeType
 from slurm_gpu.topology import load_topology_file
 from slurm_gpu.topology.hwloc import topology_from_hwloc
 from slurm_gpu.topology.lscpu import parse_lscpu
@@ -103,11 +105,15 @@ MACHINES = (
 # seven 1g.5gb, and the H100 with all seven 1g.10gb (ids 7..13 whatever the creation order)
 MIG_MACHINES = (
     Machine("a100x4-mig", ("--from-file", str(EXAMPLES / "a100x4.yaml")),
-            mig_layout=("3g.40gb", "2g.20gb", "2g.20gb")),
-    Machine("dgx-a100-nps4-mig", MACHINES[2].cli, "NVIDIA A100-SXM4-40GB", mig_layout=("1g.5gb",) * 7),
-    Machine("h100x8-mig", MACHINES[0].cli, identity=_h100_identity(), mig_layout=("1g.10gb",) * 7),
+            mig_layout=("3g.40gb", "2g.20gb", "2g.20gb"), extra={"memory_gb": 80}),
+    Machine("a100x4-mig-lab", ("--from-file", str(EXAMPLES / "a100x4.yaml")),
+            mig_layout=("2g.20gb", "2g.20gb", "2g.20gb", "1g.10gb"), extra={"memory_gb": 80}),
+    Machine("dgx-a100-nps4-mig", MACHINES[2].cli, "NVIDIA A100-SXM4-40GB", mig_layout=("1g.5gb",) * 7,
+            extra={"memory_gb": 40}),
+    Machine("h100x8-mig", MACHINES[0].cli, identity=_h100_identity(), mig_layout=("1g.10gb",) * 7,
+            extra={"memory_gb": 80}),
     Machine("h100x8-mig-mixed", MACHINES[0].cli, identity=_h100_identity(),
-            mig_layout=("1g.10gb", "2g.20gb", "3g.40gb")),
+            mig_layout=("1g.10gb", "2g.20gb", "3g.40gb"), extra={"memory_gb": 80}),
 )
 
 
@@ -226,3 +232,9 @@ def test_mig_slices_detected_from_driver_facts(judge, m):
         else:
             name = nvmlnode.detected_type_name(g["name"], prof["name"])
         assert f"MIG Profile: {name}\n" in block[:800], block[:800]
+    # `slurm-gpu admin emit`'s static lines (AutoDetect=off) name the same devices Slurm detects
+    topo = m.topology()
+    nt = NodeType(name=m.name, topology="", nodes=(m.name,), gpu_type="gpu", gpus=len(topo.gpus),
+                  mig_mode="static", mig_layout=m.mig_layout)
+    emitted = static_mig_lines(nt, topo, memory_gb=m.extra["memory_gb"])
+    assert sorted(re.search(r"MultipleFiles=(\S+)", ln).group(1) for ln in emitted) == sorted(by_files)  # type: ignore[union-attr]
