@@ -143,5 +143,5 @@ def gres_conf(policy: Policy, topologies: Mapping[str, Topology], device_dir: st
     return "\n".join([header, "AutoDetect=off", *gres_lines(policy, topologies, device_dir)]) + "\n"
 
 
-__all__ = ["gres_lines", "gres_conf", "mig_cap_minors", "static_mig_types", "static_mig_lines", "static_mig_devices", "shard_count",
-           "shard_lines", "gres_names"]
+__all__ = ["gres_lines", "gres_conf", "mig_cap_minors", "static_mig_types", "static_mig_lines", "static_mig_devices",
+           "shard_count", "shard_lines", "gres_names"]
