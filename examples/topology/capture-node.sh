@@ -25,6 +25,51 @@ run smi.json $SG topo show --json --from-nvidia-smi "$O/nvidia-smi-topo-m.txt" -
 # without lscpu: sockets derived from the disjoint GPU affinity sets (the assumption goes to the log)
 run smi-no-lscpu.json $SG topo show --json --from-nvidia-smi "$O/nvidia-smi-topo-m.txt"
 command -v slurmd >/dev/null && run slurmd-C.txt slurmd -C
+# MIG (read-only; docs/mig_mps.md "What to capture on a real node"): profiles and their placements, the
+# instances with the driver's GPU-instance ids, MIG device UUIDs, the capability minors Slurm reads
+run nvidia-smi-L.txt nvidia-smi -L
+run mig-lgip.txt nvidia-smi mig -lgip
+run mig-lgipp.txt nvidia-smi mig -lgipp
+run mig-lgi.txt nvidia-smi mig -lgi
+run mig-lci.txt nvidia-smi mig -lci
+run mig-minors.txt cat /proc/driver/nvidia-caps/mig-minors
+run nvidia-caps.txt ls -l /dev/nvidia-caps
+run nvml-mig.json python3 - <<'PY'
+import json
+import pynvml as N  # nvidia-ml-py; read-only calls only
+N.nvmlInit()
+out = {"driver": N.nvmlSystemGetDriverVersion(), "gpus": []}
+for i in range(N.nvmlDeviceGetCount()):
+    h = N.nvmlDeviceGetHandleByIndex(i)
+    g = {"index": i, "name": N.nvmlDeviceGetName(h), "uuid": N.nvmlDeviceGetUUID(h),
+         "minor": N.nvmlDeviceGetMinorNumber(h), "bus_id": N.nvmlDeviceGetPciInfo(h).busId, "mig": []}
+    try:
+        g["mig_mode"] = N.nvmlDeviceGetMigMode(h)
+        for j in range(N.nvmlDeviceGetMaxMigDeviceCount(h)):
+            try:
+                m = N.nvmlDeviceGetMigDeviceHandleByIndex(h, j)
+            except N.NVMLError:
+                break
+            a = N.nvmlDeviceGetAttributes(m)
+            g["mig"].append({"index": j, "name": N.nvmlDeviceGetName(m), "uuid": N.nvmlDeviceGetUUID(m),
+                             "gi": N.nvmlDeviceGetGpuInstanceId(m), "ci": N.nvmlDeviceGetComputeInstanceId(m),
+                             "gi_slices": a.gpuInstanceSliceCount, "ci_slices": a.computeInstanceSliceCount,
+                             "memory_mb": a.memorySizeMB})
+    except N.NVMLError as e:
+        g["mig_error"] = str(e)
+    links = []
+    for lane in range(18):
+        try:
+            links.append(N.nvmlDeviceGetNvLinkRemotePciInfo(h, lane).busId
+                         if N.nvmlDeviceGetNvLinkState(h, lane) else None)
+        except N.NVMLError:
+            break
+    g["nvlinks"] = links
+    out["gpus"].append(g)
+print(json.dumps(out, indent=1, default=str))
+PY
+# what Slurm's own AutoDetect=nvml makes of this node (prints the GRES records and exits; needs gpu_nvml.so)
+command -v slurmd >/dev/null && run slurmd-G.txt slurmd -G
 python3 - "$O" <<'EOF' | tee "$O/compare.txt"
 import json, sys
 o = sys.argv[1]

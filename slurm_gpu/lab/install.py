@@ -196,13 +196,20 @@ def find_nvml_plugin(root: str = NVML_PLUGIN_ROOT, slurmd: str | None = None) ->
     return None
 
 
+def _logged(log_path: str, argv: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    from slurm_gpu.adapters import fs
+
+    r = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
+    fs.append_line(log_path, f"$ {' '.join(argv)} -> exit {r.returncode}")
+    for line in (r.stdout + r.stderr).splitlines()[-20:]:
+        fs.append_line(log_path, line)
+    return r
+
+
 def ensure_nvml_plugin(log_path: str, say: Callable[[str], None] = print,
                        root: str = NVML_PLUGIN_ROOT) -> str | None:
     """The directory holding Slurm's gpu_nvml.so for the installed slurmd (fetched once), or None with one
     line said when there is none (no contrib package of slurmd's upstream version, no network)."""
-    import shutil
-    import tempfile
-
     slurmd = installed_version("slurmd")
     if not slurmd:
         say("nvml plugin: slurmd is not installed")
@@ -213,55 +220,46 @@ def ensure_nvml_plugin(log_path: str, say: Callable[[str], None] = print,
     if not sources:
         say("nvml plugin: no Debian archive with component main in /etc/apt/sources.list*")
         return None
-    os.makedirs(root, mode=0o755, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="slurm-gpu-nvml-apt.") as tmp, open(log_path, "a") as log:
-        os.chmod(tmp, 0o755)  # apt's _apt user downloads into it
-        for d in ("lists/partial", "cache/archives/partial", "get"):
-            os.makedirs(os.path.join(tmp, d), exist_ok=True)
-        src = os.path.join(tmp, "contrib.list")
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(contrib_sources(sources))
-        opts = [f"-oDir::Etc::SourceList={src}", "-oDir::Etc::SourceParts=/nonexistent",
-                f"-oDir::State::Lists={tmp}/lists", f"-oDir::Cache={tmp}/cache", "-oAPT::Sandbox::User=root"]
+    from slurm_gpu.adapters import fs
 
-        def run(argv: list[str], cwd: str | None = None) -> subprocess.CompletedProcess[str]:
-            log.write(f"$ {' '.join(argv)}\n")
-            log.flush()
-            r = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=600, check=False)
-            log.write(r.stdout + r.stderr)
-            return r
-
-        if run(["apt-get", *opts, "update", "-q"]).returncode != 0:
-            say(f"nvml plugin: apt-get update of the contrib component failed; see {log_path}")
-            return None
-        r = run(["apt-cache", *opts, "madison", NVML_PLUGIN_PACKAGE])
-        candidates = [f.split("|")[1].strip() for f in r.stdout.splitlines() if f.count("|") >= 2]
-        version = choose_version(candidates, slurmd)
-        if version is None:
-            say(f"nvml plugin: no {NVML_PLUGIN_PACKAGE} of Slurm {upstream(slurmd)} in contrib "
-                f"(found: {', '.join(candidates) or 'none'})")
-            return None
-        get = os.path.join(tmp, "get")
-        if run(["apt-get", *opts, "download", f"{NVML_PLUGIN_PACKAGE}={version}"], cwd=get).returncode != 0:
-            say(f"nvml plugin: apt-get download {NVML_PLUGIN_PACKAGE}={version} failed; see {log_path}")
-            return None
-        debs = [n for n in os.listdir(get) if n.endswith(".deb")]
-        if len(debs) != 1 or run(["dpkg-deb", "-x", os.path.join(get, debs[0]), os.path.join(tmp, "x")]).returncode:
-            say(f"nvml plugin: cannot unpack the {NVML_PLUGIN_PACKAGE} package; see {log_path}")
-            return None
-        found = [os.path.join(d, NVML_PLUGIN_FILE) for d, _, files in os.walk(os.path.join(tmp, "x"))
-                 if NVML_PLUGIN_FILE in files]
-        if len(found) != 1:
-            say(f"nvml plugin: {NVML_PLUGIN_PACKAGE}={version} holds no {NVML_PLUGIN_FILE}")
-            return None
-        dest = os.path.join(root, version)
-        stage = tempfile.mkdtemp(prefix=".stage.", dir=root)
-        shutil.copy2(found[0], os.path.join(stage, NVML_PLUGIN_FILE))
-        os.chmod(os.path.join(stage, NVML_PLUGIN_FILE), 0o644)
-        os.chmod(stage, 0o755)
-        try:
-            os.rename(stage, dest)
-        except OSError:  # another lab got there first
-            shutil.rmtree(stage, ignore_errors=True)
-        say(f"nvml plugin: {NVML_PLUGIN_FILE} of {NVML_PLUGIN_PACKAGE}={version} (slurmd {slurmd}) in {dest}")
-        return dest
+    work = os.path.join(root, ".apt")  # root's own directory: apt, dpkg-deb and we write only there
+    subprocess.run(["rm", "-rf", "--one-file-system", work], timeout=120, check=False)
+    for d in ("lists/partial", "cache/archives/partial", "get"):
+        os.close(fs.open_dir(os.path.join(work, d), create=True, mode=0o755))
+    src = fs.write_file(os.path.join(work, "contrib.list"), contrib_sources(sources).encode())
+    opts = [f"-oDir::Etc::SourceList={src}", "-oDir::Etc::SourceParts=/nonexistent",
+            f"-oDir::State::Lists={work}/lists", f"-oDir::Cache={work}/cache", "-oAPT::Sandbox::User=root"]
+    if _logged(log_path, ["apt-get", *opts, "update", "-q"]).returncode != 0:
+        say(f"nvml plugin: apt-get update of the contrib component failed; see {log_path}")
+        return None
+    r = _logged(log_path, ["apt-cache", *opts, "madison", NVML_PLUGIN_PACKAGE])
+    candidates = [f.split("|")[1].strip() for f in r.stdout.splitlines() if f.count("|") >= 2]
+    version = choose_version(candidates, slurmd)
+    if version is None:
+        say(f"nvml plugin: no {NVML_PLUGIN_PACKAGE} of Slurm {upstream(slurmd)} in contrib "
+            f"(found: {', '.join(candidates) or 'none'})")
+        return None
+    get = os.path.join(work, "get")
+    download = ["apt-get", *opts, "download", f"{NVML_PLUGIN_PACKAGE}={version}"]
+    if _logged(log_path, download, cwd=get).returncode != 0:
+        say(f"nvml plugin: apt-get download {NVML_PLUGIN_PACKAGE}={version} failed; see {log_path}")
+        return None
+    debs = [n for n in os.listdir(get) if n.endswith(".deb")]
+    unpack = ["dpkg-deb", "-x", os.path.join(get, debs[0] if debs else "none"), os.path.join(work, "x")]
+    if len(debs) != 1 or _logged(log_path, unpack).returncode:
+        say(f"nvml plugin: cannot unpack the {NVML_PLUGIN_PACKAGE} package; see {log_path}")
+        return None
+    found = [os.path.join(d, NVML_PLUGIN_FILE) for d, _, files in os.walk(os.path.join(work, "x"))
+             if NVML_PLUGIN_FILE in files]
+    if len(found) != 1:
+        say(f"nvml plugin: {NVML_PLUGIN_PACKAGE}={version} holds no {NVML_PLUGIN_FILE}")
+        return None
+    dest = os.path.join(root, version)
+    data = fs.read_capped(found[0], limit=64 << 20)
+    if data is None:
+        say(f"nvml plugin: cannot read the unpacked {NVML_PLUGIN_FILE}")
+        return None
+    fs.write_file(os.path.join(dest, NVML_PLUGIN_FILE), data, mode=0o644, create=True)
+    subprocess.run(["rm", "-rf", "--one-file-system", work], timeout=120, check=False)
+    say(f"nvml plugin: {NVML_PLUGIN_FILE} of {NVML_PLUGIN_PACKAGE}={version} (slurmd {slurmd}) in {dest}")
+    return dest
