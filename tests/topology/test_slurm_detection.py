@@ -160,8 +160,12 @@ def judge(tmp_path_factory):
         log = nvmlnode.run_slurmd_detect(*args)
         (d / "slurmd-G.txt").write_text(printed)
         (d / "slurmd.log").write_text(log)
+        dirs[m.name] = d
         return nvmlnode.parse_gres(printed), log, fixture
 
+    dirs: dict[str, Path] = {}
+    detect.dirs = dirs  # type: ignore[attr-defined]
+    detect.minors = minors  # type: ignore[attr-defined]
     return detect
 
 
@@ -238,3 +242,82 @@ def test_mig_slices_detected_from_driver_facts(judge, m):
                   mig_mode="static", mig_layout=m.mig_layout)
     emitted = static_mig_lines(nt, topo, memory_gb=m.extra["memory_gb"])
     assert sorted(re.search(r"MultipleFiles=(\S+)", ln).group(1) for ln in emitted) == sorted(by_files)  # type: ignore[union-attr]
+
+
+def test_slurm_registers_detected_slices_and_a_job_gets_the_mig_uuid(judge, tmp_path):
+    """A one-node cluster of its own (slurmctld + slurmd with AutoDetect=nvml over the stand-in, the lab
+    A100 node's MIG layout): slurmctld accepts the detected slices under the policy's type names, and a
+    native ``--gres=gpu:a100_2g.20gb:1`` job runs to COMPLETED with CUDA_VISIBLE_DEVICES holding the MIG
+    UUID that Slurm's plugin chose (a UUID the stand-in serves for one of the node's 2g.20gb instances)."""
+    import socket
+    import time
+
+    m = MIG_MACHINES[1]  # a100x4-mig-lab: 3 x 2g.20gb + 1g.10gb per GPU
+    detected, log, fixture = judge(m)
+    d = tmp_path
+    node_dir = judge.dirs[m.name]
+    host = socket.gethostname().split(".")[0]
+    topo = m.topology()
+    conf = d / "slurm.conf"
+    conf.write_text("\n".join([
+        "ClusterName=judge2", f"SlurmctldHost={host}(127.0.0.1)", f"SlurmctldPort={PORT + 2}", "SlurmUser=root",
+        "AuthType=auth/munge", "CredType=cred/munge", f"StateSaveLocation={d}/ctld", f"SlurmdSpoolDir={d}/spool",
+        f"SlurmctldPidFile={d}/ctld.pid", f"SlurmdPidFile={d}/slurmd.pid", f"SlurmctldLogFile={d}/ctld.log",
+        f"SlurmdLogFile={d}/slurmd.log", "SlurmdDebug=debug2", "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core", "GresTypes=gpu",
+        f"PluginDir={install.system_plugin_dir()}:{install.find_nvml_plugin()}", "SlurmdParameters=config_overrides",
+        "ReturnToService=2", "MpiDefault=none", "JobAcctGatherType=jobacct_gather/none",
+        "AccountingStorageType=accounting_storage/none", "MailProg=/bin/true",
+        f"NodeName=judge1 NodeHostname={host} NodeAddr=127.0.0.1 Port={PORT + 3} "
+        "Gres=gpu:a100_2g.20gb:12,gpu:a100_1g.10gb:4 "
+        f"Sockets={topo.sockets} CoresPerSocket={topo.cores_per_socket} ThreadsPerCore=1 RealMemory=1000 "
+        "State=UNKNOWN",
+        "PartitionName=p Nodes=judge1 Default=YES MaxTime=10"]) + "\n")
+    (d / "gres.conf").write_text("AutoDetect=nvml\n")
+    for sub in ("ctld", "spool"):
+        (d / sub).mkdir()
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    build = _module("nvml_standin_build_for_registration", STANDIN / "build.py")
+    ctld = subprocess.Popen(["/usr/sbin/slurmctld", "-D", "-i", "-f", str(conf)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    argv = nvmlnode.namespace_argv(["/usr/sbin/slurmd", "-D", "-N", "judge1", "-f", str(conf)],
+                                   str(judge.minors))
+    slurmd = subprocess.Popen(argv, env=nvmlnode.slurmd_env(str(node_dir / "node.state"), str(build.build()),
+                                                            nvmlnode.hwloc_synthetic(topo), env),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def client(*a: str) -> str:
+        return subprocess.run(list(a), env=env, capture_output=True, text=True, timeout=30).stdout
+
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "idle" not in client("sinfo", "-h", "-N", "-o", "%T"):
+            time.sleep(1)
+        show = client("scontrol", "show", "node", "judge1")
+        assert "State=IDLE" in show, show + (d / "ctld.log").read_text()[-2000:]
+        assert "gpu:a100_2g.20gb:12" in show and "gpu:a100_1g.10gb:4" in show, show
+        out = d / "job.out"
+        job = client("sbatch", "--parsable", "--gres=gpu:a100_2g.20gb:1", "-t", "1", "-o", str(out),
+                     "--wrap", "echo CVD=$CUDA_VISIBLE_DEVICES").strip()
+        assert job.isdigit(), job
+        state = ""
+        while time.monotonic() < deadline + 60:
+            state = client("scontrol", "show", "job", job)
+            if "JobState=COMPLETED" in state or "JobState=FAILED" in state:
+                break
+            time.sleep(1)
+        assert "JobState=COMPLETED" in state, state
+        cvd = out.read_text().strip().removeprefix("CVD=")
+        twog = {c["uuid"] for g in fixture["gpus"] for inst in g["mig_instances"] for c in inst["cis"]
+                if fixture["mig_profiles"][str(inst["profile"])]["name"] == "2g.20gb"}
+        assert cvd in twog, (cvd, sorted(twog))
+        assert f"UniqueID: {cvd}" in log  # the UUID Slurm's plugin detected
+    finally:
+        for p in (slurmd, ctld):
+            if p.poll() is None:
+                os.killpg(p.pid, 15)
+                try:
+                    p.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(p.pid, 9)
+                    p.wait(timeout=10)
