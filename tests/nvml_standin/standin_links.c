@@ -140,3 +140,37 @@ API int nvmlDeviceResetApplicationsClocks(void *d)
     g->app_mem = g->def_mem, g->app_gfx = g->def_gfx;
     return state_commit_unlock(fd, 1);
 }
+
+/* Slurm 24.11's gpu/nvml reads per-process usage for accounting (gpu_p_usage_read). The recording holds
+ * compute processes only: no graphics process runs on a headless node's GPU. */
+API int nvmlDeviceGetGraphicsRunningProcesses_v3(void *d, unsigned *count, void *out)
+{
+    DEVICE("nvmlDeviceGetGraphicsRunningProcesses_v3", d);
+    (void)out;
+    if (!count) return E_INVALID_ARGUMENT;
+    *count = 0;
+    return OK;
+}
+
+typedef struct { unsigned pid; unsigned long long timeStamp; unsigned smUtil, memUtil, encUtil, decUtil; }
+    process_sample_t;  /* nvmlProcessUtilizationSample_t */
+
+/* One sample per live recorded process: the GPU's recorded utilisation (the recording has no per-process
+ * split), stamped now. Two-phase like NVML: no buffer -> INSUFFICIENT_SIZE with the count; none -> NOT_FOUND. */
+API int nvmlDeviceGetProcessUtilization(void *d, process_sample_t *out, unsigned *count, unsigned long long since)
+{
+    DEVICE("nvmlDeviceGetProcessUtilization", d);
+    (void)since;
+    if (!count) return E_INVALID_ARGUMENT;
+    unsigned n = 0;
+    unsigned long long now_us = now_ms() * 1000ULL;
+    for (unsigned i = 0; i < g->nprocs; i++) {
+        const struct proc *p = &g->procs[i];
+        if (!proc_alive(p->pid) || (h->kind == 2 && (p->gi != h->gi || p->ci != h->ci))) continue;
+        if (out && n < *count) out[n] = (process_sample_t){p->pid, now_us, g->util_gpu, g->util_mem, 0, 0};
+        n++;
+    }
+    int rc2 = !n ? E_NOT_FOUND : (!out || n > *count) ? E_INSUFFICIENT_SIZE : OK;
+    *count = n;
+    return rc2;
+}
