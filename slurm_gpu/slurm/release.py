@@ -76,6 +76,9 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     # sbatch refuses --gpus-per-node with --gres=gpu (26.05: "fatal: --gpus-per-node and --gres=gpu are mutually
     # exclusive.", exit 1, from any mix of #SBATCH lines, SBATCH_* and the command line; measured on 26.05.5)
     gpus_per_node_excludes_gres_gpu: bool
+    # AutoDetect=nvml names a MIG device's profile from nvmlDeviceGetAttributes, "<slices>g.<GiB rounded>gb"
+    # (22.05: 3g.40gb of an A100 80GB becomes 3g.39gb), not from the NVML device name ("... MIG 3g.40gb")
+    mig_profile_from_attributes: bool
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
     @property
@@ -118,7 +121,10 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                      # argument"); -j and -t are ignored (every job slurmctld holds, finished ones too)
                      squeue_json="--json", squeue_json_filters=False,
                      sets_tres_per_task_env=False, stdin_job_name_env=False,
-                     gpus_per_node_excludes_gres_gpu=False)),
+                     gpus_per_node_excludes_gres_gpu=False,
+                     # code-read and measured on 22.05.8 (gpu_nvml.c _handle_mig; tests/topology/
+                     # test_slurm_detection.py: "MIG Profile: nvidia_a100_3g.39gb")
+                     mig_profile_from_attributes=True)),
     ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True,  # docs: data_parser plugins
                       # measured on 24.11.5 (docs/gpusub.md "Placement"): with enforce-binding a job with
                       # --cpus-per-task gets every core of its GPUs' sockets (-c 8 + 2 h100: NumCPUs=16, not 8;
@@ -134,7 +140,10 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
     # measured on 24.11.5: typed --gpus-per-task; squeue --json=v0.0.42 (data_parser/v0.0.40-42 ship; v0.0.42
     # is the one 24.11-26.05 all ship, notes/field-notes-2026-12.md) honours -j and -t
     ((24, 11, 0), dict(typed_gpus_per_task_ok=True, squeue_json="--json=v0.0.42", squeue_json_filters=True,
-                       stdin_job_name_env=True)),
+                       stdin_job_name_env=True,
+                       # measured on 24.11.5 (test_slurm_detection.py): the profile comes from the NVML MIG
+                       # device name; its gpu_nvml.so has no "%ug.%lugb" format. 23.02-24.05 not checked
+                       mig_profile_from_attributes=False)),
     # 26.05: CHANGELOG/slurm-26.05.md 26.05.0rc1 and sbatch.1 ("mutually exclusive with --gpus-per-node");
     # measured on 26.05.5 (Debian testing)
     # 26.05: v0.0.42 deprecated (removed in 26.11): squeue --json=v0.0.45, its default (measured on 26.05.5: the

@@ -27,6 +27,7 @@ import pytest
 from slurm_gpu.emit.gres_conf import mig_cap_minors, static_mig_lines
 from slurm_gpu.lab import install, nvmlnode
 from slurm_gpu.policy.model import NodeType
+from slurm_gpu.slurm.release import spelling_for
 from slurm_gpu.topology import load_topology_file
 from slurm_gpu.topology.hwloc import topology_from_hwloc
 from slurm_gpu.topology.lscpu import parse_lscpu
@@ -134,6 +135,13 @@ def judge(tmp_path_factory):
     minors.write_text(nvmlnode.mig_minors_text())
 
     def detect(m: Machine) -> tuple[list[nvmlnode.DetectedGres], str, dict[str, Any]]:
+        if m.name not in done:
+            done[m.name] = _detect(m)
+        return done[m.name]
+
+    done: dict[str, tuple[list[nvmlnode.DetectedGres], str, dict[str, Any]]] = {}
+
+    def _detect(m: Machine) -> tuple[list[nvmlnode.DetectedGres], str, dict[str, Any]]:
         topo = m.topology()
         profiles = MIG_PROFILES.get(m.identity[0]["name"] if m.identity else m.gpu_name or
                                     (topo.gpus[0].name or ""), {}) if m.mig_layout else None
@@ -230,7 +238,7 @@ def test_mig_slices_detected_from_driver_facts(judge, m):
         assert f"GPU Instance (GI) ID: {inst['gi']}\n" in block[:800]
         # the GPU-instance id is the driver's for the placement, not the slice's position in the layout
         assert inst["gi"] == nvmlnode.gi_id(prof["memory_slices"], inst["start"])
-        if version == (22, 5):  # 22.05 names the profile from the attributes (slices, GiB rounded)
+        if spelling_for(version).mig_profile_from_attributes:  # 22.05: from the attributes (slices, GiB)
             name = nvmlnode.detected_type_name(g["name"], nvmlnode.mig_profile_22_05(prof["slices"],
                                                                                    prof["memory_mb"]))
         else:
