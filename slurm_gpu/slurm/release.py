@@ -141,8 +141,8 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
     # is the one 24.11-26.05 all ship, notes/field-notes-2026-12.md) honours -j and -t
     ((24, 11, 0), dict(typed_gpus_per_task_ok=True, squeue_json="--json=v0.0.42", squeue_json_filters=True,
                        stdin_job_name_env=True,
-                       # measured on 24.11.5 (test_slurm_detection.py): the profile comes from the NVML MIG
-                       # device name; its gpu_nvml.so has no "%ug.%lugb" format. 23.02-24.05 not checked
+                       # measured on 24.11.5 (test_slurm_detection.py: "MIG Profile: nvidia_a100_3g.40gb"):
+                       # the profile comes from the NVML MIG device name. 23.02-24.05 not checked
                        mig_profile_from_attributes=False)),
     # 26.05: CHANGELOG/slurm-26.05.md 26.05.0rc1 and sbatch.1 ("mutually exclusive with --gpus-per-node");
     # measured on 26.05.5 (Debian testing)
