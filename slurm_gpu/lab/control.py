@@ -30,8 +30,14 @@ from slurm_gpu.lab.config import (
     version_text,
 )
 from slurm_gpu.lab.daemons import LabDaemons, poll
-from slurm_gpu.lab.install import DEFAULT_SETS, ensure_nvml_plugin, ensure_packages, find_nvml_plugin, packages_of,
-    system_plugin_dir
+from slurm_gpu.lab.install import (
+    DEFAULT_SETS,
+    ensure_nvml_plugin,
+    ensure_packages,
+    find_nvml_plugin,
+    packages_of,
+    system_plugin_dir,
+)
 from slurm_gpu.lab.spec import LabHooks, LabSpec
 
 DEFAULT_LAB_DIR = "/tmp/slurm-gpu-lab"
@@ -239,7 +245,7 @@ class Lab(LabDaemons):
             os.makedirs(d, exist_ok=True)
         t = time.monotonic()
         self._ensure_packages(packages)
-        ensure_nvml_plugin(self._log("apt.log"), self.say)
+        ensure_nvml_plugin(os.path.join(self.paths.lab_dir, "apt.log"), self.say)
         version = slurm_version()
         self._ensure_user()
         shutil.chown(os.path.join(p.state_dir, "ctld"), "slurm", "slurm")
