@@ -188,6 +188,11 @@ fi
 # Binding for the srun steps the script starts: srun reads these input variables (an option on the
 # srun line still wins; a value already in the job's environment is kept).
 [ -n "${SLURM_CPU_BIND+set}" ] || export SLURM_CPU_BIND=cores
+# The job's environment as plain sbatch sets it for the user's own options (docs/gpusub.md, "The job's
+# environment"): what sbatch derives from the options gpusub typed or added, back to the user's values.
+unset SLURM_OPEN_MODE
+# bash counts the payload one shell level below this one; under sbatch it is the batch shell itself.
+if [ "${SHLVL:-1}" -le 1 ] 2>/dev/null; then unset SHLVL; else export SHLVL=$((SHLVL - 1)); fi
 # The job's own script, byte for byte, with its arguments exactly as given to gpusub.
 set -- 
 gpusub_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpusub.XXXXXXXXXX") || { echo "gpusub: cannot create a private directory under ${TMPDIR:-/tmp}" >&2; exit 1; }
