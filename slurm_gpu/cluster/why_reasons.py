@@ -60,6 +60,24 @@ REASONS: dict[str, tuple[str, str]] = {
     "FrontEndDown": ("nodes_unavailable", "no front end node is available"),
 }
 
+# 26.05: a job that a topology plugin (tree, block, ring, torus3d) cannot place pends with the specific
+# ESLURM_TOPO_* error (7201-7208) instead of "Resources". Texts from src/common/slurm_errno.c at
+# slurm-26-05-3-1 (commit acf2854820; notes/field-notes-2026-12.md 1.7). Not measured: the lab runs no
+# topology plugin. Each is a "resources" wait, in topology words.
+TOPOLOGY_REASONS: dict[str, str] = {
+    "Required nodes lack available resources": "the nodes it names (-w) lack the free resources it asks for",
+    "Required nodes do not fit topology": "the nodes it names (-w) are not in one topology unit (switch or block)",
+    "No suitable topology unit found": "no switch or block has enough free nodes for it now",
+    "No suitable topology unit found for segment": "no block has enough free nodes for one of its --segment parts",
+    "Insufficient resources in topology unit": "the topology unit chosen for it lacks the free GPUs, CPUs or memory",
+    "Weight-based selection could not satisfy request within topology unit":
+        "node weights left too few nodes for it inside one topology unit",
+    "Exceeded maximum node limit during topology allocation": "placing it in the topology would exceed its node limit",
+    "No available nodes in topology": "no node of the topology is available to it",
+}
+REASONS.update({text: ("resources", f"{words} (a topology wait, Slurm 26.05)")
+                for text, words in TOPOLOGY_REASONS.items()})
+
 _RES = {"GRES": "GPUs (GRES)", "Cpu": "CPUs", "Mem": "memory", "Memory": "memory", "Node": "nodes",
         "Jobs": "running jobs", "Submit": "submitted jobs", "Wall": "time", "Billing": "billing units",
         "Energy": "energy", "License": "licenses", "BB": "burst buffer", "UnkTRES": "a TRES"}

@@ -192,3 +192,14 @@ def test_cli_no_slurm_conf_is_one_line_exit_1(tmp_path):
     result = CliRunner().invoke(cli, ["why", "12"], env={"SLURM_CONF": str(tmp_path / "none.conf")})
     assert result.exit_code == 1 and "none.conf: no such file" in result.output
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_26_05_topology_reasons_are_resource_waits_in_their_own_words():
+    from slurm_gpu.cluster.why_reasons import TOPOLOGY_REASONS
+
+    assert len(TOPOLOGY_REASONS) == 8  # ESLURM_TOPO_* 7201-7208
+    for text, words in TOPOLOGY_REASONS.items():
+        info = reason_info(text)
+        assert info.kind == "resources" and words in info.text and "topology" in info.text
+    assert reason_info("No suitable topology unit found for segment").text != reason_info(
+        "No suitable topology unit found").text
