@@ -198,9 +198,11 @@ class DetectedGres:
     unique_id: str | None = None
 
 
-_GRES = re.compile(r"Gres Name=(?P<name>\S+) Type=(?P<type>\S+) Count=(?P<count>\d+) Index=(?P<index>\d+) "
-                   r"ID=\d+ File=(?P<file>\S+)(?: Cores=(?P<cores>\S+))?(?: CoreCnt=\d+)?(?: Links=(?P<links>\S+))?")
-_DETECTED = re.compile(r"GRES\[gpu\] Type:(?P<type>\S+) Count:\d+ Cores\(\d+\):(?P<cores>\S+)\s+Links:(?P<links>\S+) "
+_GRES = re.compile(r"Gres Name=(?P<name>\S+) Type=(?P<type>\S+) Count=(?P<count>[0-9]+) Index=(?P<index>[0-9]+) "
+                   r"ID=[0-9]+ File=(?P<file>\S+)(?: Cores=(?P<cores>\S+))?(?: CoreCnt=[0-9]+)?"
+                   r"(?: Links=(?P<links>\S+))?")
+_DETECTED = re.compile(r"GRES\[gpu\] Type:(?P<type>\S+) Count:[0-9]+ Cores\([0-9]+\):(?P<cores>\S+)"
+                       r"\s+Links:(?P<links>\S+) "
                        r"Flags:\S+ File:(?P<file>\S+)(?: UniqueId:(?P<uid>\S+))?")
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.release import SlurmSpelling
 from slurm_gpu.slurm.sbatch.table import BY_NAME
@@ -82,7 +83,7 @@ def _written(kind: str, value: str) -> str:
         return str(parse_mem_mb(value))
     if kind == "initial":
         return value[:1]
-    if kind == "int" and value.strip().isdigit():
+    if kind == "int" and is_digits(value.strip()):
         return str(int(value))
     return value
 
