@@ -132,7 +132,8 @@ def debian_sources() -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*.list"))]:
         try:
-            lines = open(path, encoding="utf-8").read().splitlines()
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
         except OSError:
             continue
         for line in lines:
@@ -143,7 +144,8 @@ def debian_sources() -> list[tuple[str, str]]:
                     out.append((words[0], words[1]))
     for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
         try:
-            stanzas = open(path, encoding="utf-8").read().split("\n\n")
+            with open(path, encoding="utf-8") as f:
+                stanzas = f.read().split("\n\n")
         except OSError:
             continue
         for stanza in stanzas:
@@ -162,7 +164,8 @@ def debian_sources() -> list[tuple[str, str]]:
 def os_codename() -> str:
     """VERSION_CODENAME of /etc/os-release (bookworm, trixie), "" when unknown."""
     try:
-        text = open("/etc/os-release", encoding="utf-8").read()
+        with open("/etc/os-release", encoding="utf-8") as f:
+            text = f.read()
     except OSError:
         return ""
     for line in text.splitlines():
