@@ -71,13 +71,6 @@ def _report(case) -> str:
     return "\n".join(lines)
 
 
-@pytest.fixture(scope="module")
-def policy_plugin(slurm_lab) -> bool:
-    """Whether the lab runs its policy's compiled job_submit.lua (the default; `lab up --no-job-submit`)."""
-    conf = slurm_lab.run(["scontrol", "show", "config"]).stdout
-    return any(line.split("=", 1)[0].strip() == "JobSubmitPlugins" and "lua" in line for line in conf.splitlines())
-
-
 def _expect_known(request, script, where: str) -> None:
     """A disagreement the header marks as another item's (``# fidelity-known:``): expected to fail, strictly
     (once that work lands, the pass fails the test until the mark is removed)."""
