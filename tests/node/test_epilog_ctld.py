@@ -161,3 +161,87 @@ def test_lab_writes_epilog_slurmctld_only_when_given() -> None:
 
     assert _hook_lines(LabHooks(epilog_slurmctld="/h/epilog-ctld"), "/x") == ["EpilogSlurmctld=/h/epilog-ctld"]
     assert not any(line.startswith("EpilogSlurmctld") for line in _hook_lines(LabHooks(prolog="/p"), "/x"))
+
+
+# A preempted job its stop signal killed before its script's trap (measured on 22.05.8 in the lab: FAILED,
+# ExitCode 0:12, Reason=JobLaunchFailure, PreemptTime set, SLURM_JOB_EXIT_CODE2=0:12 in EpilogSlurmctld).
+EARLY = PolicyFacts(max_requeues=3, checkpoint_partitions=frozenset({"spot"}),
+                    requeue_partitions=frozenset({"spot"}))
+KILLED_ENV = {"SLURM_JOB_ID": "7", "SLURM_JOB_UID": "1001", "SLURM_JOB_RESTART_COUNT": "0",
+              "SLURM_JOB_PARTITION": "spot", "SLURM_JOB_WORK_DIR": "/tmp/w", "SLURM_JOB_EXIT_CODE": "12",
+              "SLURM_JOB_EXIT_CODE2": "0:12", "SLURM_SCRIPT_CONTEXT": "epilog_slurmctld"}
+KILLED_RECORD = {"JobId": "7", "JobState": "COMPLETING", "Reason": "JobLaunchFailure", "Requeue": "1",
+                 "Restarts": "0", "BatchFlag": "1", "PreemptTime": "2026-12-02T05:54:17",
+                 "StartTime": "2026-12-02T05:54:15", "ExitCode": "0:12"}
+
+
+def test_killed_at_start_facts_from_the_measured_environment_and_record() -> None:
+    f = facts_from(KILLED_ENV, KILLED_RECORD, START)
+    assert f is not None and (f.exit_signal, cause_of(f)[0]) == (12, "preemption")
+
+
+def test_killed_at_start_without_directory_is_requeued() -> None:
+    d = decide(job(exit_signal=12), EARLY, CkptView(problem=MISSING))
+    assert (d.action, d.cause, d.restarts, d.step) == ("requeue", "preemption", 0, None)
+    assert "killed by SIGUSR2 (ExitCode 0:12) before its script's trap" in d.reason
+    assert "restart 1 of at most 3" in d.reason and "it starts over" in d.reason
+
+
+def test_killed_at_start_resumes_from_an_older_checkpoint() -> None:
+    stale = CkptView(exists=True, markers=(marker(4, START - 600, restart=1),))
+    d = decide(job(exit_signal=12, env_restarts=1), EARLY, stale)
+    assert d.action == "requeue" and d.step is not None and d.step.step == 4 and "restart 2 of at most 3" in d.reason
+
+
+@pytest.mark.parametrize("facts, view, policy, action, words", [
+    (job(exit_signal=12, env_restarts=3), CkptView(problem=MISSING), EARLY, "leave", "max_requeues=3"),
+    (job(exit_signal=12), CkptView(problem=MISSING, markers=()), EARLY, "requeue", ""),
+    (job(exit_signal=12), CkptView(exists=True, markers=(marker(1, START - 9, restart=3),)), EARLY, "leave",
+     "restarted 3 times"),
+    (job(exit_signal=12), CkptView(problem="is a symlink"), EARLY, "leave", "is a symlink"),
+    (job(exit_signal=12, requeue=False), CkptView(problem=MISSING), EARLY, "leave", "--no-requeue"),
+    (job(exit_signal=12, batch=False), CkptView(problem=MISSING), EARLY, "leave", "not a batch job"),
+    # TERM and KILL are Slurm's own kills (grace end, cancel): the old rule (a fresh marker) holds
+    (job(exit_signal=15), CkptView(problem=MISSING), EARLY, "leave", "no checkpoint directory"),
+    (job(exit_signal=9), CkptView(problem=MISSING), EARLY, "leave", "no checkpoint directory"),
+    (job(exit_signal=0), CkptView(problem=MISSING), EARLY, "leave", "no checkpoint directory"),
+    # not a preemption (no PreemptTime): a job that signalled itself, or was signalled by its user
+    (job(exit_signal=12, preempted=False), CkptView(problem=MISSING), EARLY, "none", "ended on its own"),
+    # a partition the policy does not make preemptible (PreemptMode=REQUEUE)
+    (job(exit_signal=12, partition="batch"), CkptView(problem=MISSING), EARLY, "none", "not a checkpointing job"),
+    (job(exit_signal=12), CkptView(problem=MISSING), POLICY, "leave", "no checkpoint directory"),
+    (job(exit_signal=12), CkptView(problem=MISSING), None, "none", "not a checkpointing job"),
+    (job(exit_signal=10), CkptView(problem=MISSING), EARLY, "requeue", "SIGUSR1"),
+    (job(exit_signal=12, state="FAILED"), CkptView(problem=MISSING), EARLY, "requeue", ""),  # a release's base state
+    (job(exit_signal=12, restarts=1), CkptView(problem=MISSING), EARLY, "none", "requeued already"),
+])
+def test_killed_at_start_rules(facts: JobFacts, view: CkptView, policy: PolicyFacts | None, action: str,
+                               words: str) -> None:
+    d = decide(facts, policy, view)
+    assert d.action == action and words in d.reason, d
+
+
+@pytest.mark.parametrize("env_code, record_code, signal", [
+    ("0:12", "0:12", 12), ("0:12", None, 12), (None, "0:12", 12), ("0:12", "0:15", None), ("0:x", None, None),
+    ("12", None, None),  # the wait status form: not read (SLURM_JOB_EXIT_CODE2 is RC:SIG)
+    ("1:0", "1:0", 0),
+])
+def test_exit_signal_from_env_and_record_must_agree(env_code: str | None, record_code: str | None,
+                                                    signal: int | None) -> None:
+    env = {k: v for k, v in KILLED_ENV.items() if k != "SLURM_JOB_EXIT_CODE2"}
+    if env_code is not None:
+        env["SLURM_JOB_EXIT_CODE2"] = env_code
+    record = {k: v for k, v in KILLED_RECORD.items() if k != "ExitCode"}
+    if record_code is not None:
+        record["ExitCode"] = record_code
+    f = facts_from(env, record, START)
+    assert f is not None and f.exit_signal == signal
+
+
+def test_policy_facts_name_the_preemptible_partitions() -> None:
+    from slurm_gpu.lab.control import default_policy_path
+    from slurm_gpu.node.requeue import policy_facts
+    from slurm_gpu.policy.load import load_policy
+
+    facts = policy_facts(load_policy(default_policy_path()))
+    assert facts.requeue_partitions == frozenset({"spot"}) and facts.checkpoint_partitions == frozenset({"spot"})
