@@ -3,7 +3,8 @@
 
 ``lab up`` (node hooks on unless ``SLURM_GPU_LAB_NODE_HOOKS=0``) installs the shims and a hooks.conf into
 ``$LAB_DIR/node-hooks`` and names the shims in slurm.conf (Prolog=, Epilog=, TaskProlog=; no PrologFlags,
-as ``slurm-gpu admin install`` advises). ``hooks.env`` (sourced by every shim before the entry point starts) puts the
+as ``slurm-gpu admin install`` advises) and the controller-side checkpoint hook as EpilogSlurmctld= (unless
+``SLURM_GPU_LAB_EPILOG_CTLD=0``; its log: ``$LAB_DIR/node-hooks/log/ctld/epilog-ctld.log``). ``hooks.env`` (sourced by every shim before the entry point starts) puts the
 stand-in ``libnvidia-ml.so.1`` (built from tests/nvml_standin, when a C compiler is there) on
 ``LD_LIBRARY_PATH`` and serves ``$LAB_DIR/nvml/<node>.state``: a node without a state file is a node
 without an NVIDIA driver. The three emulated nodes share one host, so every per-node directory
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +23,8 @@ from pathlib import Path
 from slurm_gpu.lab.spec import LabHooks
 
 ENV_SWITCH = "SLURM_GPU_LAB_NODE_HOOKS"
+ENV_CTLD_SWITCH = "SLURM_GPU_LAB_EPILOG_CTLD"  # "0": the node hooks without the EpilogSlurmctld hook
+CTLD_SHIM = "epilog_ctld.sh"
 SUBDIR = "node-hooks"
 SHIMS = {"prolog": "prolog.sh", "epilog": "epilog.sh", "task_prolog": "task_prolog.sh"}
 
@@ -28,6 +32,15 @@ SHIMS = {"prolog": "prolog.sh", "epilog": "epilog.sh", "task_prolog": "task_prol
 def enabled_by_env(default: bool = True) -> bool:
     value = os.environ.get(ENV_SWITCH, "")
     return default if value == "" else value != "0"
+
+
+def ctld_enabled_by_env() -> bool:
+    return os.environ.get(ENV_CTLD_SWITCH, "") != "0"
+
+
+def ctld_log(lab_dir: str) -> str:
+    """The EpilogSlurmctld hook's log (a directory of SlurmUser's: the hook runs as SlurmUser)."""
+    return os.path.join(prefix(lab_dir), "log", "ctld", "epilog-ctld.log")
 
 
 def prefix(lab_dir: str) -> str:
@@ -40,13 +53,15 @@ def nvml_dir(lab_dir: str) -> str:
 
 
 def wire(hooks: LabHooks, lab_dir: str) -> LabHooks:
-    """``hooks`` with Prolog/Epilog/TaskProlog = the installed shims (paths given explicitly win)."""
+    """``hooks`` with Prolog/Epilog/TaskProlog = the installed shims, and EpilogSlurmctld = the installed
+    controller-side hook unless switched off (paths given explicitly win)."""
     if not hooks.node_hooks:
         return hooks
     pre = prefix(lab_dir)
+    ctld = hooks.epilog_slurmctld or (os.path.join(pre, CTLD_SHIM) if ctld_enabled_by_env() else None)
     return replace(hooks, prolog=hooks.prolog or os.path.join(pre, SHIMS["prolog"]),
                    epilog=hooks.epilog or os.path.join(pre, SHIMS["epilog"]),
-                   task_prolog=hooks.task_prolog or os.path.join(pre, SHIMS["task_prolog"]))
+                   task_prolog=hooks.task_prolog or os.path.join(pre, SHIMS["task_prolog"]), epilog_slurmctld=ctld)
 
 
 def standin_lib_dir(repo: Path) -> str | None:
@@ -89,6 +104,12 @@ def install(lab_dir: str, policy: str | None, repo: Path, say: Callable[[str], o
            "SLURM_GPU_HOOKS_TASK_DIR": f"{run}/task",
            "SLURM_GPU_HOOKS_JOBMAP_DIR": f"{run}/dcgm-job-map", "SLURM_GPU_HOOKS_MPS_DIR": f"{run}/mps",
            "SLURM_GPU_HOOKS_TEXTFILE_DIR": f"{run}/textfile", "SLURM_GPU_NVML_STANDIN_DIR": nvml}
+    # the EpilogSlurmctld hook: slurmctld gives it no SLURM_CONF (measured: only SLURM_JOB_* and PWD)
+    env["SLURM_CONF"] = os.path.join(lab_dir, "etc", "slurm.conf")
+    env["SLURM_GPU_EPILOG_CTLD_LOG"] = ctld_log(lab_dir)
+    log_dir = os.path.dirname(ctld_log(lab_dir))
+    os.makedirs(log_dir, mode=0o755, exist_ok=True)  # in root's own node-hooks/log
+    shutil.chown(log_dir, "slurm", "slurm")
     lib = standin_lib_dir(repo)
     if lib:
         env["LD_LIBRARY_PATH"] = lib
