@@ -4,7 +4,8 @@
 ``lab up`` (node hooks on unless ``SLURM_GPU_LAB_NODE_HOOKS=0``) installs the shims and a hooks.conf into
 ``$LAB_DIR/node-hooks`` and names the shims in slurm.conf (Prolog=, Epilog=, TaskProlog=; no PrologFlags,
 as ``slurm-gpu admin install`` advises) and the controller-side checkpoint hook as EpilogSlurmctld= (unless
-``SLURM_GPU_LAB_EPILOG_CTLD=0``; its log: ``$LAB_DIR/node-hooks/log/ctld/epilog-ctld.log``). ``hooks.env`` (sourced by every shim before the entry point starts) puts the
+``SLURM_GPU_LAB_EPILOG_CTLD=0``; its log: ``$LAB_DIR/node-hooks/log/ctld/epilog-ctld.log``).
+``hooks.env`` (sourced by every shim before the entry point starts) puts the
 stand-in ``libnvidia-ml.so.1`` (built from tests/nvml_standin, when a C compiler is there) on
 ``LD_LIBRARY_PATH`` and serves ``$LAB_DIR/nvml/<node>.state``: a node without a state file is a node
 without an NVIDIA driver. The three emulated nodes share one host, so every per-node directory

@@ -8,19 +8,22 @@ ExitCode 0:12, Reason=JobLaunchFailure, Restarts=0, the hook's log "leave: preem
 directory"; the payload never ran.
 
 With the lab's EpilogSlurmctld (slurm-gpu-epilog-ctld, lab/nodehooks.py) the job is requeued, runs again
-once the preemptor is done and completes: Restarts=1, the payload ran once, to its end.
+once the preemptor is done and completes: Restarts=1, the payload ran once, to its end. The hook run a
+second time for the first end (slurmctld reruns it after a restart) does nothing.
 Integration test (marker ``slurm``)."""
 
 from __future__ import annotations
 
 import os
+import pwd
 import re
+import subprocess
 import time
 
 import pytest
 
 from slurm_gpu.lab import clients
-from slurm_gpu.lab.nodehooks import ctld_log
+from slurm_gpu.lab.nodehooks import ctld_log, prefix
 
 pytestmark = pytest.mark.slurm
 
@@ -44,6 +47,17 @@ def _record(conf: str, job_id: int) -> dict[str, str]:
     return next((f for f in clients.job_records(conf, job_id) if f.get("JobId") == str(job_id)), {})
 
 
+def _hook_again(slurm_lab, job_id: int, work: str) -> subprocess.CompletedProcess[str]:
+    """The lab's EpilogSlurmctld once more for the first run's end, as slurmctld would after a restart
+    (SlurmUser, only the SLURM_JOB_* variables measured in the first run)."""
+    shim = os.path.join(prefix(slurm_lab.paths.lab_dir), "epilog_ctld.sh")
+    env = {"SLURM_JOB_ID": str(job_id), "SLURM_JOB_UID": str(pwd.getpwnam(slurm_lab.user).pw_uid),
+           "SLURM_JOB_RESTART_COUNT": "0", "SLURM_JOB_PARTITION": "spot", "SLURM_JOB_WORK_DIR": work,
+           "SLURM_JOB_EXIT_CODE": "12", "SLURM_JOB_EXIT_CODE2": "0:12", "SLURM_SCRIPT_CONTEXT": "epilog_slurmctld"}
+    return subprocess.run(["runuser", "-u", "slurm", "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+                           "/bin/sh", shim, "--verbose"], capture_output=True, text=True, timeout=120, check=False)
+
+
 def test_spot_job_preempted_before_its_first_line_is_requeued_and_completes(slurm_lab) -> None:
     from slurm_gpu.lab.demo import find_gpusub
 
@@ -60,7 +74,8 @@ def test_spot_job_preempted_before_its_first_line_is_requeued_and_completes(slur
     node = "h100n1"
     done = slurm_lab.run([gpusub, "--parsable", "--class", "spot", "--gpus=h100:1", "-N", "1", "-w", node, "-t", "10",
                           "-o", "out.txt", "job.sh"], cwd=work, timeout_s=60,
-                         env_extra={"GPUSUB_POLICY": slurm_lab.policy_path, "BASH_ENV": os.path.join(work, "slow-env.sh")})
+                         env_extra={"GPUSUB_POLICY": slurm_lab.policy_path,
+                                    "BASH_ENV": os.path.join(work, "slow-env.sh")})
     assert done.returncode == 0, done.stderr
     job_id = int(done.stdout.strip().split(";")[0])
     assert clients.wait_job(conf, job_id, {"RUNNING"}, 60) == "RUNNING"
@@ -69,7 +84,11 @@ def test_spot_job_preempted_before_its_first_line_is_requeued_and_completes(slur
                     "-o", "/dev/null", "--wrap", "sleep 15"], conf, user=slurm_lab.user, cwd="/tmp")
     t0 = time.monotonic()
     rec: dict[str, str] = {}
-    while time.monotonic() - t0 < 180:  # the requeued run is eligible ~11 s after (cred_expire=10)
+    again = None
+    while time.monotonic() - t0 < 180:
+        if again is None and _record(conf, job_id).get("Restarts") == "1":
+            again = _hook_again(slurm_lab, job_id, work)  # slurmctld reran the hook for the first end
+  # the requeued run is eligible ~11 s after (cred_expire=10)
         rec = _record(conf, job_id)
         if rec.get("JobState") in clients.FINAL_STATES and rec.get("JobState") != "COMPLETING":
             if rec.get("JobState") != "FAILED" or time.monotonic() - t0 > 20:  # FAILED for good, not for a moment
@@ -77,7 +96,11 @@ def test_spot_job_preempted_before_its_first_line_is_requeued_and_completes(slur
         time.sleep(1)
     log = _text(ctld_log(slurm_lab.paths.lab_dir))
     mine = [ln for ln in log.splitlines() if f" job {job_id} " in ln or f" job {job_id}:" in ln]
-    assert (rec.get("JobState"), rec.get("Restarts")) == ("COMPLETED", "1"), (rec, mine, _text(os.path.join(work, "out.txt")))
+    out = _text(os.path.join(work, "out.txt"))
+    assert (rec.get("JobState"), rec.get("Restarts")) == ("COMPLETED", "1"), (rec, mine, out)
+    assert again is not None and again.returncode == 0, again
+    # the second run of the hook for the first end does nothing, and the job runs once more, not twice
+    assert any(f"job {job_id}: nothing to do: requeued already (restart count 0 -> 1" in ln for ln in mine), mine
     # the first run died before its first line; the second ran the payload once, to its end
     assert _text(os.path.join(work, "runs.log")).split("\n") == ["run 1", "done 1", ""]
     assert any(": requeue: preemption: killed by SIGUSR2 (ExitCode 0:12) before its script's trap; requeued "
