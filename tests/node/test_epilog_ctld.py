@@ -163,6 +163,18 @@ def test_lab_writes_epilog_slurmctld_only_when_given() -> None:
     assert not any(line.startswith("EpilogSlurmctld") for line in _hook_lines(LabHooks(prolog="/p"), "/x"))
 
 
+def test_lab_node_hooks_wire_the_controller_side_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    from slurm_gpu.lab.nodehooks import ENV_CTLD_SWITCH, wire
+    from slurm_gpu.lab.spec import LabHooks
+
+    monkeypatch.delenv(ENV_CTLD_SWITCH, raising=False)
+    assert wire(LabHooks(node_hooks=True), "/lab").epilog_slurmctld == "/lab/node-hooks/epilog_ctld.sh"
+    assert wire(LabHooks(node_hooks=True, epilog_slurmctld="/mine"), "/lab").epilog_slurmctld == "/mine"
+    assert wire(LabHooks(), "/lab").epilog_slurmctld is None  # no node hooks: no hook of ours
+    monkeypatch.setenv(ENV_CTLD_SWITCH, "0")
+    assert wire(LabHooks(node_hooks=True), "/lab").epilog_slurmctld is None
+
+
 # A preempted job its stop signal killed before its script's trap (measured on 22.05.8 in the lab: FAILED,
 # ExitCode 0:12, Reason=JobLaunchFailure, PreemptTime set, SLURM_JOB_EXIT_CODE2=0:12 in EpilogSlurmctld).
 EARLY = PolicyFacts(max_requeues=3, checkpoint_partitions=frozenset({"spot"}),
