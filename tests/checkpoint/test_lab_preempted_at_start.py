@@ -2,7 +2,7 @@
 """A gpusub spot job preempted as it starts (the burst's bug, tests/lab/test_burst.py): under the lab's
 ``preempt_send_user_signal`` the preemption sends the job's ``--signal=B:USR2@...`` to the batch shell at
 once; when it lands before bash has run the script's first line (its trap), bash dies of it. The window
-is made wide and deterministic with a slow ``BASH_ENV`` (what Lmod or a conda init on NFS does: bash
+is made wide (30 s: the preemptor is scheduled well within it, even on the loaded VM) with a slow ``BASH_ENV`` (what Lmod or a conda init on NFS does: bash
 sources it before the script's first line). Measured on 22.05.8 without the controller-side rule: FAILED,
 ExitCode 0:12, Reason=JobLaunchFailure, Restarts=0, the hook's log "leave: preemption: no checkpoint
 directory"; the payload never ran.
@@ -27,7 +27,7 @@ from slurm_gpu.lab.nodehooks import ctld_log, prefix
 
 pytestmark = pytest.mark.slurm
 
-SLOW_ENV = "# a site's BASH_ENV, slow (bash sources it before the script's first line)\nsleep 8\n"
+SLOW_ENV = "# a site's BASH_ENV, slow (bash sources it before the script's first line)\nsleep 30\n"
 JOB = """#!/bin/bash
 echo "run ${SLURM_RESTART_COUNT:-0}" >> runs.log
 sleep 2
@@ -85,10 +85,10 @@ def test_spot_job_preempted_before_its_first_line_is_requeued_and_completes(slur
     t0 = time.monotonic()
     rec: dict[str, str] = {}
     again = None
-    while time.monotonic() - t0 < 180:
+    # the requeued run is eligible ~11 s after the preemptor's end (cred_expire=10), then sources BASH_ENV too
+    while time.monotonic() - t0 < 300:
         if again is None and _record(conf, job_id).get("Restarts") == "1":
             again = _hook_again(slurm_lab, job_id, work)  # slurmctld reran the hook for the first end
-  # the requeued run is eligible ~11 s after (cred_expire=10)
         rec = _record(conf, job_id)
         if rec.get("JobState") in clients.FINAL_STATES and rec.get("JobState") != "COMPLETING":
             if rec.get("JobState") != "FAILED" or time.monotonic() - t0 > 20:  # FAILED for good, not for a moment
@@ -105,5 +105,10 @@ def test_spot_job_preempted_before_its_first_line_is_requeued_and_completes(slur
     assert _text(os.path.join(work, "runs.log")).split("\n") == ["run 1", "done 1", ""]
     assert any(": requeue: preemption: killed by SIGUSR2 (ExitCode 0:12) before its script's trap; requeued "
                "(restart 1 of at most 3)" in ln for ln in mine), mine
+    # both runs went through the node hooks: the killed one got its Epilog too (where MIG/MPS are restored)
+    hooks = _text(os.path.join(prefix(slurm_lab.paths.lab_dir), "log", "node-hooks.log"))
+    for hook in ("prolog", "epilog"):
+        runs = re.findall(rf"^\S+ slurm-gpu-{hook}\[[0-9]+\]: job {job_id}: {hook}: .*$", hooks, re.M)
+        assert len(runs) == 2, (hook, runs)
     print(f"preempted at start: job {job_id} requeued by the hook and COMPLETED (Restarts=1) "
           f"{time.monotonic() - t0:.0f} s after the preemptor's submission")
