@@ -2,8 +2,9 @@
 """A gpusub spot job preempted as it starts (the burst's bug, tests/lab/test_burst.py): under the lab's
 ``preempt_send_user_signal`` the preemption sends the job's ``--signal=B:USR2@...`` to the batch shell at
 once; when it lands before bash has run the script's first line (its trap), bash dies of it. The window
-is made wide (30 s: the preemptor is scheduled well within it, even on the loaded VM) with a slow ``BASH_ENV`` (what Lmod or a conda init on NFS does: bash
-sources it before the script's first line). Measured on 22.05.8 without the controller-side rule: FAILED,
+is made wide with a slow ``BASH_ENV`` (what Lmod or a conda init on NFS does: bash sources it before the
+script's first line), 30 s: the preemptor is scheduled well within it, even on the loaded VM (8 s was
+too short once, at load 30). Measured on 22.05.8 without the controller-side rule: FAILED,
 ExitCode 0:12, Reason=JobLaunchFailure, Restarts=0, the hook's log "leave: preemption: no checkpoint
 directory"; the payload never ran.
 
