@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""slurm-gpu-epilog-ctld as the real EpilogSlurmctld of a private second lab (the shared lab does not run
-it): the spot partition is switched to PreemptMode=CANCEL, so Slurm does not requeue preempted jobs.
+"""slurm-gpu-epilog-ctld as the real EpilogSlurmctld of a private second lab (the shared lab runs the
+installed shim too, lab/nodehooks.py; this one a wrapper with --verbose and its own log): the spot
+partition is switched to PreemptMode=CANCEL, so Slurm does not requeue preempted jobs.
 
 - a checkpointing job that marked a complete step in its run is preempted, and the hook requeues it: it
   runs a second time and completes (Restarts=1);
