@@ -44,3 +44,8 @@ class SubmitError(SlurmGpuError):
 
 class SlurmUnreachable(SubmitError):
     """No slurmctld answered within the timeout."""
+
+
+class SlurmRefused(SubmitError):
+    """Slurm answered and refused: the client (sbatch) exited non-zero with Slurm's reason, so nothing was
+    created (not an unreachable controller, nor an answer that could not be read)."""

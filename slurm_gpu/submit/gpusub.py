@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any
 
 from slurm_gpu.digits import is_digits
-from slurm_gpu.errors import PolicyError, Rejected, SubmitError, TopologyError, UsageError, exit_code_for
+from slurm_gpu.errors import (
+    PolicyError,
+    Rejected,
+    SlurmRefused,
+    SubmitError,
+    TopologyError,
+    UsageError,
+    exit_code_for,
+)
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.policy.reader import policy_path
 from slurm_gpu.slurm.sbatch.table import GpusubOptions
@@ -29,6 +37,7 @@ if TYPE_CHECKING:  # the types only: nothing is imported at run time for them
     from slurm_gpu.render.checkpoint import CheckpointSettings
     from slurm_gpu.render.script import RenderedScript
     from slurm_gpu.request import Decision, JobRequest
+    from slurm_gpu.slurm.records import SubmitResult, TestOnlyResult
     from slurm_gpu.slurm.release import SlurmSpelling
     from slurm_gpu.slurm.sbatch.parse import Submission
 
@@ -50,6 +59,15 @@ class Prepared(NamedTuple):
     policy: Policy | None
     script_text: str | None
     component_decisions: tuple[Decision, ...] = ()  # one Decision per heterogeneous-job component
+    nodes: NodeView | None = None  # the node data the verdict read, and whether it came from the cache
+
+
+class NodeView(NamedTuple):
+    """The classifier's node data (None: the policy's own nodes) and whether it is the per-user cache's
+    copy of the records (slurm_gpu/adapters/node_cache.py) rather than a live read."""
+
+    inventory: Inventory | None
+    cached: bool
 
 
 # ---- inputs ----------------------------------------------------------------------------------
@@ -151,7 +169,6 @@ def _no_policy_decision(request: Any) -> Decision:
 def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Prepared:
     """Parse and decide; no files written, nothing submitted."""
     from slurm_gpu.slurm.sbatch.parse import parse_submission
-    from slurm_gpu.slurm.sbatch.to_request import to_job_request
 
     spelling = detect_spelling(env, backend)
     # parse as the detected sbatch does (its options, its conflicts); None when it could not be asked
@@ -178,6 +195,16 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
         sub = first
     if sub.gpusub.mig is not None or sub.gpusub.mps is not None:  # gpusub --mig / --mps
         sub = _with_sharing(sub, env)
+    return decide(sub, spelling, script_text, env, backend)
+
+
+def decide(sub: Submission, spelling: SlurmSpelling, script_text: str | None, env: Mapping[str, str],
+           backend: SlurmClient, live: bool = False) -> Prepared:
+    """The verdict and the plan of a parsed submission. The node records come from the per-user cache
+    while fresh (slurm_gpu/adapters/node_cache.py; ``live``: read them from Slurm); a refusal decided on
+    cached records is decided again on live ones, so a stale entry never refuses a job."""
+    from slurm_gpu.slurm.sbatch.to_request import to_job_request
+
     user, groups = _user_and_groups(env)
     parts = len(sub.components) if getattr(sub, "components", ()) else 1
     requests = [to_job_request(sub, user=user, groups=groups, component=k) for k in range(parts)]
@@ -185,18 +212,18 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
 
     path = policy_path(sub.gpusub.policy, env)
     policy = None
+    nodes = NodeView(None, False)
     if path is None:
         decisions = [_no_policy_decision(r) for r in requests]
     else:
-        from slurm_gpu import policy as policy_mod
         from slurm_gpu.adapters.policy_cache import load_policy_cached
 
         policy = load_policy_cached(path)
-        inventory = node_inventory(env, backend)
-        if inventory is not None and inventory.source == "cluster" and user and any(r.account for r in requests):
-            inventory = inventory._replace(accounts=user_accounts(backend, user))
-        # each hetjob component on its own, then the job-level rules (slurm_gpu.policy.classifier.hetjob)
-        decisions = list(policy_mod.classify_job(requests, policy, inventory))
+        nodes = node_inventory(env, backend, live=live)
+        decisions = _classify(requests, policy, nodes.inventory, backend, user)
+        if nodes.cached and not all(d.accepted for d in decisions):
+            nodes = node_inventory(env, backend, live=True)  # never refuse on cached records alone
+            decisions = _classify(requests, policy, nodes.inventory, backend, user)
     rejected = [d for d in decisions if not d.accepted]
     decision = rejected[0] if rejected else decisions[0]
     plan = None
@@ -207,34 +234,59 @@ def prepare(argv: list[str], env: Mapping[str, str], backend: SlurmClient) -> Pr
                          cpu_bind=env.get("GPUSUB_CPU_BIND"), env=env)
     if decision.accepted and policy is not None and request.constraint:
         decision = _with_constraint_warnings(decision, request, policy)
-    return Prepared(sub, request, decision, plan, spelling, policy, script_text, tuple(decisions))
+    return Prepared(sub, request, decision, plan, spelling, policy, script_text, tuple(decisions), nodes)
+
+
+def _classify(requests: list[JobRequest], policy: Policy, inventory: Inventory | None, backend: SlurmClient,
+              user: str | None) -> list[Decision]:
+    """Each hetjob component on its own, then the job-level rules (slurm_gpu.policy.classifier.hetjob)."""
+    from slurm_gpu import policy as policy_mod
+
+    if inventory is not None and inventory.source == "cluster" and user and any(r.account for r in requests):
+        inventory = inventory._replace(accounts=user_accounts(backend, user))
+    return list(policy_mod.classify_job(requests, policy, inventory))
 
 
 NODE_SOURCES = ("cluster", "policy", "off")  # $GPUSUB_NODES: where the classifier's node data comes from
 
 
-def node_inventory(env: Mapping[str, str], backend: SlurmClient) -> Inventory | None:
+def node_inventory(env: Mapping[str, str], backend: SlurmClient, live: bool = False) -> NodeView:
     """What the nodes offer, for the classifier's check_nodes step and type resolution: the live
-    cluster's node records (``scontrol show node -o`` through the backend) when Slurm answers, else None
-    (the policy's own nodes). ``GPUSUB_NODES=policy`` uses the policy's nodes without asking Slurm;
+    cluster's node records (``scontrol show node -d -o`` through the backend) when Slurm answers, else None
+    (the policy's own nodes). The records are kept per SLURM_CONF for ``$GPUSUB_NODES_TTL`` seconds in
+    the per-user cache (slurm_gpu/adapters/node_cache.py); ``live`` reads them from Slurm whatever the
+    cache holds. ``GPUSUB_NODES=policy`` uses the policy's nodes without asking Slurm;
     ``GPUSUB_NODES=off`` decides without node data (what the policy alone would submit)."""
+    from slurm_gpu.adapters import node_cache
     from slurm_gpu.policy.nodes import Inventory, records_inventory
 
     source = env.get("GPUSUB_NODES") or "cluster"
     if source not in NODE_SOURCES:
         raise UsageError(f"GPUSUB_NODES={source}: one of {', '.join(NODE_SOURCES)}")
     if source == "off":
-        return Inventory((), "off")
+        return NodeView(Inventory((), "off"), False)
     if source == "policy":
-        return None
+        return NodeView(None, False)
+    read = getattr(backend, "nodes_text", None)  # a SlurmClient without it: no node data
+    if read is None:
+        return NodeView(None, False)
+    cache_dir = getattr(backend, "cache_dir", None)
+    reader = f"{type(backend).__name__}:{getattr(backend, 'scontrol', '')}"  # whose records an entry holds
+    cached = None if live else node_cache.cached_offers(env, reader, cache_dir)
+    if cached is not None:
+        return NodeView(Inventory(cached, "cluster"), True)
     try:
-        text = getattr(backend, "nodes_text")()  # noqa: B009  (a SlurmClient without it: no node data)
+        text = read()
     except (SubmitError, OSError, AttributeError, NotImplementedError, TypeError):
-        return None
+        return NodeView(None, False)
     from slurm_gpu.slurm.records import read_node_records
 
     nodes = read_node_records(text).nodes
-    return records_inventory(nodes) if nodes else None
+    if not nodes:
+        return NodeView(None, False)
+    inventory = records_inventory(nodes)
+    node_cache.store_offers(env, reader, inventory.nodes, cache_dir)
+    return NodeView(inventory, False)
 
 
 def user_accounts(backend: SlurmClient, user: str) -> frozenset[str] | None:
@@ -561,6 +613,43 @@ def _json_record(prep: Prepared, job_id: Any) -> dict[str, Any]:
             "warnings": all_warnings(prep)}
 
 
+def _refuse_rejected(prep: Prepared) -> None:
+    if not prep.decision.accepted:
+        fix = f" ({prep.decision.fix})" if getattr(prep.decision, "fix", None) else ""
+        raise Rejected(f"rejected by policy: {prep.decision.message}{fix}")
+
+
+def _send(backend: SlurmClient, text: str, options: list[str], env: Mapping[str, str],
+          test_only: bool) -> SubmitResult | TestOnlyResult:
+    """The rendered job to sbatch (``--test-only``: Slurm's verdict only) through a private temporary file."""
+    try:
+        script = write_rendered(text, env)
+    except OSError as exc:
+        raise SubmitError(f"cannot write the job script to a temporary file: {exc.strerror or exc} "
+                          "(set TMPDIR to a writable directory)") from None
+    try:
+        if test_only:
+            return backend.test_only(options, script, [])
+        # --quiet would hide the job id from us too: gpusub honours it when printing (submitted_line)
+        return backend.submit([o for o in options if o != "--quiet"], script, [])
+    finally:
+        try:
+            os.unlink(script)
+        except OSError:
+            pass
+
+
+def _decided_live(prep: Prepared, env: Mapping[str, str], backend: SlurmClient) -> Prepared | None:
+    """``prep`` decided again on live node records, when it was decided on cached ones that differ from
+    them; else None (the cache was not the cause)."""
+    if prep.nodes is None or not prep.nodes.cached or prep.nodes.inventory is None:
+        return None
+    live = node_inventory(env, backend, live=True)
+    if live.inventory is not None and live.inventory.nodes == prep.nodes.inventory.nodes:
+        return None
+    return decide(prep.submission, prep.spelling, prep.script_text, env, backend, live=True)
+
+
 def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
         backend: SlurmClient | None = None) -> int:
     """gpusub: returns the exit code; raises SlurmGpuError subclasses for the CLI to report."""
@@ -583,9 +672,7 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
             out.write("\n".join(explain_text(prep)) + "\n")
         return 0 if prep.decision.accepted else 1
 
-    if not prep.decision.accepted:
-        fix = f" ({prep.decision.fix})" if getattr(prep.decision, "fix", None) else ""
-        raise Rejected(f"rejected by policy: {prep.decision.message}{fix}")
+    _refuse_rejected(prep)
     ckpt = checkpoint_settings(prep)
     for warning in all_warnings(prep) + checkpoint_warnings(prep, ckpt, os.getcwd()):
         err.write(f"gpusub: warning: {warning}\n")
@@ -605,28 +692,33 @@ def run(argv: list[str], env: Mapping[str, str], out: IO[str], err: IO[str],
         return 0
 
     try:
-        script = write_rendered(rendered.text, env)
-    except OSError as exc:
-        raise SubmitError(f"cannot write the job script to a temporary file: {exc.strerror or exc} "
-                          "(set TMPDIR to a writable directory)") from None
-    try:
-        if opts.test_only:
-            test = backend.test_only(options, script, [])
-            if as_json:
-                out.write(_dumps({"job_id": test.job_id, "start": test.start, "processors": test.processors,
-                                  "nodes": test.nodes, "partition": test.partition,
-                                  "preempts": list(test.preempts)}) + "\n")
-            else:
-                out.write(f"{test.message}\n" + (f"Preempts: {','.join(map(str, test.preempts))}\n"
-                                                  if test.preempts else ""))
-            return 0
-        # --quiet would hide the job id from us too: gpusub honours it when printing (submitted_line)
-        result = backend.submit([o for o in options if o != "--quiet"], script, [])
-    finally:
-        try:
-            os.unlink(script)
-        except OSError:
-            pass
+        sent = _send(backend, rendered.text, options, env, bool(opts.test_only))
+    except SlurmRefused:
+        # Slurm refused (nothing was created) a job decided on cached node records: decide again on live ones, and send
+        # again only if they differ (a stale entry must not cost a job that Slurm would take)
+        again = _decided_live(prep, env, backend)
+        if again is None:
+            raise
+        prep = again
+        _refuse_rejected(prep)
+        for warning in all_warnings(prep):
+            err.write(f"gpusub: warning: {warning}\n")
+        ckpt = checkpoint_settings(prep)
+        rendered = render_prepared(prep, env, ckpt)
+        sent = _send(backend, rendered.text, sbatch_options_of(rendered), env, bool(opts.test_only))
+    from slurm_gpu.slurm.records import TestOnlyResult  # the backend has imported it already
+
+    if isinstance(sent, TestOnlyResult):
+        test = sent
+        if as_json:
+            out.write(_dumps({"job_id": test.job_id, "start": test.start, "processors": test.processors,
+                              "nodes": test.nodes, "partition": test.partition,
+                              "preempts": list(test.preempts)}) + "\n")
+        else:
+            out.write(f"{test.message}\n" + (f"Preempts: {','.join(map(str, test.preempts))}\n"
+                                              if test.preempts else ""))
+        return 0
+    result = sent
     if result.messages:  # sbatch's own warnings and the site's job_submit messages reach the user, as with sbatch
         err.write(result.messages if result.messages.endswith("\n") else result.messages + "\n")
     if as_json:

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from slurm_gpu.adapters.cache import Cache, entry_name, user_cache_dir
 from slurm_gpu.adapters.fs import create_private
 from slurm_gpu.adapters.slurm.runner import DEFAULT_TIMEOUT_S, failure, run_slurm
-from slurm_gpu.errors import SlurmUnreachable, SubmitError
+from slurm_gpu.errors import SlurmRefused, SlurmUnreachable, SubmitError
 from slurm_gpu.slurm.records import (
     JobsRead,
     JobState,
@@ -173,7 +173,8 @@ class SbatchCli:
         self.preflight()
         rc, out, err = self._run([self.sbatch, flag, *options, script_path, *script_args], env=self.submit_env())
         if rc != 0:
-            raise self._fail("sbatch" if flag == "--parsable" else f"sbatch {flag}", err)
+            exc = self._fail("sbatch" if flag == "--parsable" else f"sbatch {flag}", err)
+            raise exc if isinstance(exc, SlurmUnreachable) else SlurmRefused(str(exc))
         return out, err
 
     def submit(self, options: Sequence[str], script_path: str, script_args: Sequence[str] = ()) -> SubmitResult:
