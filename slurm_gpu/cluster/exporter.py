@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+
+from slurm_gpu.jsontypes import JsonValue
 
 MAX_JOB_RECORDS = 20_000  # GPU records exported (the most recent ones)
 
@@ -50,46 +51,54 @@ class _Text:
         return "\n".join(out) + "\n" if out else ""
 
 
-def cluster_metrics(summary: Mapping[str, Any], t: _Text | None = None) -> _Text:
-    """The cluster view's ``--json`` document (docs/cluster.md) -> gauges per GRES key."""
+def _obj(v: JsonValue | None) -> Mapping[str, JsonValue]:
+    """A JSON object, or an empty one for anything else (a member that is missing or of another shape)."""
+    return v if isinstance(v, Mapping) else {}
+
+
+def cluster_metrics(summary: Mapping[str, JsonValue], t: _Text | None = None) -> _Text:
+    """The cluster view's ``--json`` document (docs/cluster.md) -> gauges per GRES key. A member that is
+    missing, or not a number where a number belongs, gives no sample."""
     t = t or _Text()
-    nodes = summary.get("nodes", {})
+    nodes = _obj(summary.get("nodes"))
     for state in ("total", "unavailable", "planned"):
         t.add("slurm_gpu_nodes", "gauge", "Nodes of the cluster view, by state (total, unavailable, planned).",
-              {"state": state}, nodes.get(state))
-    for key, d in summary.get("types", {}).items():
+              {"state": state}, _num(nodes.get(state)))
+    for key, value in _obj(summary.get("types")).items():
+        d = _obj(value)
         base = {"type": key, "unit": d.get("unit", "gpu")}
         for state in ("allocated", "free", "unavailable"):
             t.add("slurm_gpu_gres_units", "gauge", "GPUs (MIG slices, shards, MPS shares: their own unit) by state.",
-                  {**base, "state": state}, d.get(state))
+                  {**base, "state": state}, _num(d.get(state)))
         t.add("slurm_gpu_gres_stranded_units", "gauge",
-              "Free units on nodes without the cores or memory per GPU left to use them.", base, d.get("stranded"))
+              "Free units on nodes without the cores or memory per GPU left to use them.", base,
+              _num(d.get("stranded")))
         t.add("slurm_gpu_gres_planned_units", "gauge", "Free units on nodes that backfill has planned.", base,
-              d.get("planned"))
-        for scope, n in (d.get("largest_startable") or {}).items():
+              _num(d.get("planned")))
+        for scope, n in _obj(d.get("largest_startable")).items():
             t.add("slurm_gpu_largest_startable_units", "gauge",
                   "The largest job that can start now (one_node: on one node; any_nodes: over nodes).",
-                  {**base, "scope": scope}, n)
-        for k, share in (d.get("fragmentation") or {}).items():
+                  {**base, "scope": scope}, _num(n))
+        for k, share in _obj(d.get("fragmentation")).items():
             t.add("slurm_gpu_fragmentation_ratio", "gauge",
                   "Share of free units on nodes with fewer than k free (k: units per node a job asks).",
-                  {**base, "k": k}, share)
+                  {**base, "k": k}, _num(share))
         t.add("slurm_gpu_fragmentation_job_mix_ratio", "gauge",
               "Fragmentation weighted by the sizes recent jobs asked for (ATC'23).", base,
-              d.get("fragmentation_job_mix"))
+              _num(d.get("fragmentation_job_mix")))
     return t
 
 
-def _num(v: Any) -> float | None:
+def _num(v: object) -> float | None:
     if v is None or isinstance(v, bool) or not isinstance(v, (int, float)) or not -1e18 <= v <= 1e18:
         return None  # the range first: an int too large for a float (4,000 digits) stops here, as does NaN
     return v if math.isfinite(v) else None
 
 
-def job_metrics(records: Iterable[Mapping[str, Any]], t: _Text | None = None) -> _Text:
+def job_metrics(records: Iterable[Mapping[str, JsonValue]], t: _Text | None = None) -> _Text:
     """The hooks' JSON-lines records (slurm_gpu.node.stats.record), the last one per (job, node, GPU)."""
     t = t or _Text()
-    latest: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    latest: dict[tuple[str, str, str], Mapping[str, JsonValue]] = {}
     for rec in records:
         if not isinstance(rec, Mapping) or rec.get("job_id") is None:
             continue
@@ -114,7 +123,7 @@ def job_metrics(records: Iterable[Mapping[str, Any]], t: _Text | None = None) ->
     return t
 
 
-def exposition(summary: Mapping[str, Any] | None, records: Iterable[Mapping[str, Any]] = (),
+def exposition(summary: Mapping[str, JsonValue] | None, records: Iterable[Mapping[str, JsonValue]] = (),
                skipped: int | None = None) -> str:
     """The whole textfile. ``skipped``: Slurm records the cluster view could not read and left out."""
     t = _Text()

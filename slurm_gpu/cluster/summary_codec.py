@@ -26,8 +26,7 @@ import math
 import re
 import zlib
 from collections.abc import Iterable, Mapping
-from typing import Any
-
+from slurm_gpu.jsontypes import JsonValue
 from slurm_gpu.plain import NamedTuple
 
 PREFIX = "SG1:"
@@ -37,6 +36,8 @@ MAX_NODES = 1024
 MAX_GPUS = 4096  # GPU rows in one summary; more are counted in ``omitted``
 MAX_NODE_NAME = 128
 _B32 = re.compile(r"^[A-Za-z2-7]*$")
+
+Row = list[float | int | None]  # one GPU's stored row: index, util %, memory util %, peak bytes, joules, seconds
 
 
 class GpuStat(NamedTuple):
@@ -72,7 +73,7 @@ class Summary(NamedTuple):
         return min(max(value / 100.0, 0.0), 1.0)
 
 
-def _num(value: Any, integer: bool = False, hi: float = 1e18) -> float | int | None:
+def _num(value: object, integer: bool = False, hi: float = 1e18) -> float | int | None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     if not 0 <= value <= hi:  # first: an int too large for a float (4,000 digits) stops here, as does NaN
@@ -82,7 +83,7 @@ def _num(value: Any, integer: bool = False, hi: float = 1e18) -> float | int | N
     return int(value) if integer else round(float(value), 1)
 
 
-def row_of(record: Mapping[str, Any]) -> list[Any]:
+def row_of(record: Mapping[str, JsonValue]) -> Row:
     """A hooks JSON-lines record (slurm_gpu.node.stats.record) -> the stored row."""
     start, end = _num(record.get("start")), _num(record.get("end"))
     seconds = round(end - start) if start is not None and end is not None and end >= start else None
@@ -91,7 +92,7 @@ def row_of(record: Mapping[str, Any]) -> list[Any]:
             _num(record.get("energy_j")), seconds]
 
 
-def _stat(row: Any) -> GpuStat | None:
+def _stat(row: object) -> GpuStat | None:
     if not isinstance(row, list) or len(row) != 6:
         return None
     idx, util, mem, peak, energy, secs = row
@@ -106,14 +107,14 @@ def _stat(row: Any) -> GpuStat | None:
                    None if energy is None else float(energy), None if secs is None else float(secs))
 
 
-def _pack(doc: dict[str, Any]) -> str:
+def _pack(doc: Mapping[str, object]) -> str:
     raw = json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
     return PREFIX + base64.b32encode(zlib.compress(raw, 9)).decode().rstrip("=")
 
 
-def _encode_rows(nodes: Mapping[str, list[list[Any]]], omitted: int) -> str:
+def _encode_rows(nodes: Mapping[str, list[Row]], omitted: int) -> str:
     names = sorted(nodes)[:MAX_NODES]
-    kept: dict[str, list[list[Any]]] = {}
+    kept: dict[str, list[Row]] = {}
     room = MAX_GPUS
     for name in names:
         rows = nodes[name][:room]
@@ -130,13 +131,13 @@ def _encode_rows(nodes: Mapping[str, list[list[Any]]], omitted: int) -> str:
     return text
 
 
-def encode(per_node: Mapping[str, Iterable[Mapping[str, Any]]]) -> str:
+def encode(per_node: Mapping[str, Iterable[Mapping[str, JsonValue]]]) -> str:
     """node -> its GPUs' JSON-lines records -> the AdminComment text (at most MAX_TEXT characters)."""
     nodes = {str(n)[:MAX_NODE_NAME]: [row_of(r) for r in recs] for n, recs in per_node.items()}
     return _encode_rows(nodes, 0)
 
 
-def _rows(summary: Summary) -> dict[str, list[list[Any]]]:
+def _rows(summary: Summary) -> dict[str, list[Row]]:
     return {n: [list(g) for g in gs] for n, gs in summary.nodes.items()}
 
 
@@ -190,7 +191,7 @@ def _decode(text: object) -> Summary | None:
     return Summary(nodes, omitted)
 
 
-def merge(existing: str | None, node: str, records: Iterable[Mapping[str, Any]]) -> str | None:
+def merge(existing: str | None, node: str, records: Iterable[Mapping[str, JsonValue]]) -> str | None:
     """The AdminComment after adding ``node``'s GPU records (its earlier rows replaced: an epilog that runs
     twice writes the same text). None when ``existing`` holds something that is not our summary: we
     never overwrite it."""
@@ -207,5 +208,5 @@ def merge(existing: str | None, node: str, records: Iterable[Mapping[str, Any]])
     return _encode_rows(rows, summary.omitted)
 
 
-__all__ = ["PREFIX", "GpuStat", "Summary", "encode", "decode", "merge", "row_of", "MAX_TEXT", "MAX_GPUS",
+__all__ = ["PREFIX", "GpuStat", "Summary", "Row", "encode", "decode", "merge", "row_of", "MAX_TEXT", "MAX_GPUS",
            "MAX_NODES"]
