@@ -290,12 +290,7 @@ ANY_ALLOWED: dict[str, str] = {
     "sim/settings.py": "the sweep rows over summary.json: a TypedDict of the summary",
     "sim/report.py": "summary.json: a TypedDict (the simulator is being reworked for load, issue 22)",
     "sim/report_html.py": "summary.json, as sim/report.py",
-    "cluster/autoscale.py": "the report document (JSON; being streamed, issue 22); the policy is typed",
-    "cluster/exporter.py": "stats records (being bounded, issue 22)",
     "cluster/jobstats.py": "the AdminComment summary and sacct rows (issue 22); the policy is typed",
-    "cluster/report.py": "report rows (being streamed, issue 22); the policy is typed",
-    "cluster/report_html.py": "report rows, as cluster/report.py",
-    "cluster/summary_codec.py": "the decoded summary (the decoder is being bounded, issue 22)",
 }
 
 

@@ -46,12 +46,11 @@ def report(since: str, until: str, by: str | None, jobs: str | None, as_json: bo
         doc = docs[0]
         if html_file is not None:
             write_html(html_file, doc, docs[1])
-        if autoscale:
-            doc = gather_autoscale(doc, policy)
+        signal = gather_autoscale(doc, policy) if autoscale else None
     except SlurmGpuError as exc:  # one line; 2 for a usage error (a directory root must not write), else 1
         click.echo(f"slurm-gpu report: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", err=True)
         sys.exit(exc.exit_code)
     if as_json:
-        click.echo(json.dumps(doc, indent=1))
+        click.echo(json.dumps(doc if signal is None else signal, indent=1))
     else:
-        click.echo("\n".join(scale.lines(doc) if autoscale else rep.lines(doc)))
+        click.echo("\n".join(rep.lines(doc) if signal is None else scale.lines(signal)))

@@ -26,7 +26,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from slurm_gpu.cluster.summary_codec import decode
 from slurm_gpu.digits import is_digits
@@ -39,7 +39,51 @@ if TYPE_CHECKING:
 SCHEMA = "slurm-gpu.report/1"
 GROUP_KEYS = ("user", "account", "partition", "class")
 PREEMPT_STATES = ("PREEMPTED", "REQUEUED")
-DAY_KEYS = ("jobs", "gpu_hours", "gpu_hours_with_stats", "effective_gpu_hours", "efficiency")
+
+
+class DayRow(TypedDict):
+    """The runs that started on one UTC day (``days``)."""
+
+    jobs: int
+    gpu_hours: float
+    gpu_hours_with_stats: float
+    effective_gpu_hours: float
+    efficiency: float | None  # None: no run of the day has GPU stats
+
+
+class UsageRow(DayRow):
+    """One group's sums (``total``, each GPU type, each ``groups`` key): docs/report.md."""
+
+    gpu_hours_without_stats: float
+    idle_gpu_hours: float
+    preemptions: int
+    preempted_gpu_hours: float
+    price_per_gpu_hour: NotRequired[float]  # these three: a GPU type with a price in the policy
+    cost: NotRequired[float]  # (``total`` has ``cost`` alone: the sum over the priced types)
+    cost_per_effective_gpu_hour: NotRequired[float | None]
+
+
+class WaitRow(TypedDict):
+    """Queue wait of one class: the runs that started, p50 and p95 (nearest rank; None: no run)."""
+
+    jobs: int
+    p50_seconds: float | None
+    p95_seconds: float | None
+
+
+class ReportDoc(TypedDict):
+    """The ``--json`` document of ``slurm-gpu report`` (schema ``slurm-gpu.report/1``, docs/report.md)."""
+
+    schema: str
+    since: str
+    until: str
+    by: str | None
+    currency: str
+    total: UsageRow
+    types: dict[str, UsageRow]
+    groups: dict[str, UsageRow]  # by ``by``; empty without
+    wait: dict[str, WaitRow]
+    days: dict[str, DayRow]
 
 
 def _day(epoch: float) -> str:
@@ -135,7 +179,11 @@ def counted_percentile(counts: Mapping[float, int], p: float) -> float | None:
     return None  # not reached
 
 
-def _r(x: float | None, nd: int = 6) -> float | None:
+def _r(x: float, nd: int = 6) -> float:
+    return round(x, nd)
+
+
+def _ro(x: float | None, nd: int = 6) -> float | None:
     return None if x is None else round(x, nd)
 
 
@@ -159,12 +207,19 @@ class Totals:
             self.pre += 1
             self.pre_gs += gs
 
-    def doc(self, price: float | None = None) -> dict[str, Any]:
-        eff = self.ugs / self.gs_stats if self.gs_stats > 0 else None
-        out: dict[str, Any] = {
+    def efficiency(self) -> float | None:
+        return self.ugs / self.gs_stats if self.gs_stats > 0 else None
+
+    def day(self) -> DayRow:
+        return {"jobs": self.jobs, "gpu_hours": _r(self.gs / 3600), "gpu_hours_with_stats": _r(self.gs_stats / 3600),
+                "effective_gpu_hours": _r(self.ugs / 3600), "efficiency": _ro(self.efficiency())}
+
+    def doc(self, price: float | None = None) -> UsageRow:
+        eff = self.efficiency()
+        out: UsageRow = {
             "jobs": self.jobs, "gpu_hours": _r(self.gs / 3600), "gpu_hours_with_stats": _r(self.gs_stats / 3600),
             "gpu_hours_without_stats": _r((self.gs - self.gs_stats) / 3600),
-            "effective_gpu_hours": _r(self.ugs / 3600), "efficiency": _r(eff),
+            "effective_gpu_hours": _r(self.ugs / 3600), "efficiency": _ro(eff),
             "idle_gpu_hours": _r((self.gs_stats - self.ugs) / 3600),
             "preemptions": self.pre, "preempted_gpu_hours": _r(self.pre_gs / 3600),
         }
@@ -176,13 +231,13 @@ class Totals:
 
 
 def report(rows: Iterable[Mapping[str, str]], policy: Policy | None = None, by: str | None = None,
-           since: str = "", until: str = "") -> dict[str, Any]:
+           since: str = "", until: str = "") -> ReportDoc:
     """The --json document (docs/report.md)."""
     return reports(rows, policy, (by,), since, until)[0]
 
 
 def reports(rows: Iterable[Mapping[str, str]], policy: Policy | None = None, bys: Sequence[str | None] = (None,),
-            since: str = "", until: str = "") -> list[dict[str, Any]]:
+            since: str = "", until: str = "") -> list[ReportDoc]:
     """:func:`report` once per grouping in ``bys`` (e.g. ``--by`` and the HTML's by-account charts), from
     one pass over the rows (a stream is read once)."""
     for by in bys:
@@ -209,29 +264,21 @@ def reports(rows: Iterable[Mapping[str, str]], policy: Policy | None = None, bys
         for by, table in groups.items():
             key = {"user": run.user, "account": run.account, "partition": run.partition, "class": run.job_class}[by]
             table.setdefault(key, Totals()).add(run, g)
-    types = {t: tot.doc(prices.get(t)) for t, tot in sorted(per_type.items())}
-    shared: dict[str, Any] = {
-        "total": total.doc(), "types": types,
-        "wait": {c: {"jobs": sum(w.values()), "p50_seconds": counted_percentile(w, 50),
-                     "p95_seconds": counted_percentile(w, 95)} for c, w in sorted(waits.items())},
-        "days": {_day(d * 86400): {k: v for k, v in t.doc().items() if k in DAY_KEYS} for d, t in sorted(days.items())},
-    }
-    priced = [t for t in types.values() if "cost" in t]
-    if priced:
-        shared["total"]["cost"] = _r(sum(t["cost"] for t in priced), 4)
-    out = []
-    for n, by in enumerate(bys):
-        one = shared if n == 0 else json_copy(shared)
+    wait: dict[str, WaitRow] = {c: {"jobs": sum(w.values()), "p50_seconds": counted_percentile(w, 50),
+                                    "p95_seconds": counted_percentile(w, 95)} for c, w in sorted(waits.items())}
+    out: list[ReportDoc] = []
+    for by in bys:  # each report owns its dicts (built again from the sums: nothing per row)
+        types = {t: tot.doc(prices.get(t)) for t, tot in sorted(per_type.items())}
+        total_row = total.doc()
+        costs = [row["cost"] for row in types.values() if "cost" in row]
+        if costs:
+            total_row["cost"] = _r(sum(costs), 4)
         out.append({"schema": SCHEMA, "since": since, "until": until, "by": by, "currency": currency,
-                    "total": one["total"], "types": one["types"],
+                    "total": total_row, "types": types,
                     "groups": {k: v.doc() for k, v in sorted(groups[by].items())} if by is not None else {},
-                    "wait": one["wait"], "days": one["days"]})
+                    "wait": {c: {**w} for c, w in wait.items()},
+                    "days": {_day(d * 86400): t.day() for d, t in sorted(days.items())}})
     return out
-
-
-def json_copy(doc: dict[str, Any]) -> dict[str, Any]:
-    """A deep copy of a JSON-shaped document (each report owns its dicts)."""
-    return {k: json_copy(v) if isinstance(v, dict) else v for k, v in doc.items()}
 
 
 def _h(x: float | None) -> str:
@@ -248,7 +295,7 @@ def _dur(s: float | None) -> str:
     return f"{s / 3600:.1f}h" if s >= 3600 else f"{s / 60:.1f}m" if s >= 60 else f"{s:.0f}s"
 
 
-def lines(doc: Mapping[str, Any]) -> list[str]:
+def lines(doc: ReportDoc) -> list[str]:
     """The text view."""
     t = doc["total"]
     cur = f" {doc['currency']}" if doc.get("currency") else ""
@@ -279,5 +326,6 @@ def lines(doc: Mapping[str, Any]) -> list[str]:
     return out
 
 
-__all__ = ["report", "reports", "runs", "iter_runs", "counted_percentile", "Run", "class_of", "percentile", "lines",
+__all__ = ["report", "reports", "ReportDoc", "UsageRow", "DayRow", "WaitRow",
+           "runs", "iter_runs", "counted_percentile", "Run", "class_of", "percentile", "lines",
            "SCHEMA", "GROUP_KEYS"]

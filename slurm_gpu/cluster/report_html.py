@@ -8,21 +8,20 @@ account, efficiency per day, queue wait by class). Every bar and point carries i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from html import escape
-from typing import Any
 
 from slurm_gpu.cluster.charts import CSS
 from slurm_gpu.cluster.charts import bars as _bars
 from slurm_gpu.cluster.charts import line as _line
 from slurm_gpu.cluster.charts import num as _n
 from slurm_gpu.cluster.charts import pct as _pct
+from slurm_gpu.cluster.report import ReportDoc
 
 
-def render(doc: Mapping[str, Any], by_account: Mapping[str, Any]) -> str:
+def render(doc: ReportDoc, by_account: ReportDoc) -> str:
     """``doc``: the report document; ``by_account``: the same report grouped by account (its ``groups``)."""
     t = doc["total"]
-    cur = f" {doc['currency']}" if doc.get("currency") else ""
+    cur = f" {doc['currency']}" if doc["currency"] else ""
     rows = []
     for key, r in doc["types"].items():
         cost = r.get("cost_per_effective_gpu_hour")
@@ -31,11 +30,11 @@ def render(doc: Mapping[str, Any], by_account: Mapping[str, Any]) -> str:
                     f"<td>{_n(r['gpu_hours_without_stats'])}</td>"
                     f"<td>{'-' if cost is None else escape(_n(cost) + cur)}</td></tr>")
     accounts = [(k, [("allocated", g["gpu_hours"]), ("effective", g["effective_gpu_hours"])])
-                for k, g in by_account.get("groups", {}).items()]
+                for k, g in by_account["groups"].items()]
     waits = [(c, [("p50", None if w["p50_seconds"] is None else w["p50_seconds"] / 60),
                   ("p95", None if w["p95_seconds"] is None else w["p95_seconds"] / 60)])
              for c, w in doc["wait"].items()]
-    days = [(d, v["efficiency"]) for d, v in doc.get("days", {}).items()]
+    days = [(d, v["efficiency"]) for d, v in doc["days"].items()]
     return "".join([
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
         f"<title>GPU usage {escape(doc['since'])} .. {escape(doc['until'])}</title><style>{CSS}</style></head><body>",

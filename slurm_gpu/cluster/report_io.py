@@ -13,13 +13,18 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.adapters import fs
 from slurm_gpu.cluster.jobstats_io import load_optional_policy, sacct_lines
 from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import UsageError
-from slurm_gpu.jsontypes import nested_deeper_than
+from slurm_gpu.jsontypes import JsonValue, nested_deeper_than
+
+if TYPE_CHECKING:
+    from slurm_gpu.cluster.autoscale import AutoscaleDoc
+    from slurm_gpu.cluster.report import ReportDoc
+    from slurm_gpu.policy.model import Policy
 
 REPORT_FIELDS = ("JobID", "JobIDRaw", "User", "Account", "Partition", "QOS", "State", "Submit", "Start", "End",
                  "ElapsedRaw", "AllocTRES", "AdminComment")
@@ -52,7 +57,7 @@ def sacct_window(text: str, now: float, what: str) -> str:
 
 def gather_docs(since: str, until: str, bys: tuple[str | None, ...], policy_opt: str | None = None,
                 env: Mapping[str, str] | None = None, now: float | None = None,
-                jobs: str | None = None) -> tuple[list[dict[str, Any]], str, str, Any]:
+                jobs: str | None = None) -> tuple[list[ReportDoc], str, str, Policy | None]:
     """(a report document per grouping in ``bys``, sacct's -S and -E, the policy) of the window (only
     ``jobs``, comma-separated ids, if given). The rows are streamed from sacct into the aggregation: the
     window is never held (docs/report.md "Large windows")."""
@@ -75,13 +80,13 @@ def gather_docs(since: str, until: str, bys: tuple[str | None, ...], policy_opt:
 
 def gather_report(since: str, until: str, by: str | None, policy_opt: str | None = None,
                   env: Mapping[str, str] | None = None, now: float | None = None,
-                  jobs: str | None = None) -> tuple[dict[str, Any], Any]:
+                  jobs: str | None = None) -> tuple[ReportDoc, Policy | None]:
     """(the report document, the policy) for the window."""
     docs, _start, _end, policy = gather_docs(since, until, (by,), policy_opt, env, now, jobs)
     return docs[0], policy
 
 
-def write_html(path: str, doc: Mapping[str, Any], by_account: Mapping[str, Any]) -> None:
+def write_html(path: str, doc: ReportDoc, by_account: ReportDoc) -> None:
     """The HTML report (one self-contained file) of a report document and its by-account one, written to a
     temporary file beside ``path`` and renamed."""
     from slurm_gpu.cluster.report_html import render
@@ -89,8 +94,8 @@ def write_html(path: str, doc: Mapping[str, Any], by_account: Mapping[str, Any])
     write_textfile(os.path.dirname(os.path.abspath(path)), render(doc, by_account), os.path.basename(path))
 
 
-def gather_autoscale(report_doc: Mapping[str, Any], policy: Any, env: Mapping[str, str] | None = None,
-                     now: float | None = None) -> dict[str, Any]:
+def gather_autoscale(report_doc: ReportDoc, policy: Policy | None, env: Mapping[str, str] | None = None,
+                     now: float | None = None) -> AutoscaleDoc:
     from slurm_gpu.adapters.slurm import SbatchCli
     from slurm_gpu.cluster.autoscale import autoscale
 
@@ -105,7 +110,7 @@ def _stderr(line: str) -> None:
 
 
 def read_stats_records(path: str, max_bytes: int = MAX_STATS_BYTES,
-                       log: Callable[[str], None] = _stderr) -> list[dict[str, Any]]:
+                       log: Callable[[str], None] = _stderr) -> list[dict[str, JsonValue]]:
     """The last ``max_bytes`` of the hooks' JSON-lines file; lines that are no JSON object are skipped,
     and those that json cannot even hold (nesting past the recursion limit, memory) as well, with one
     line to ``log`` for them all. A FIFO or device is refused (UsageError), never read."""

@@ -26,6 +26,7 @@ import math
 import re
 import zlib
 from collections.abc import Iterable, Mapping
+
 from slurm_gpu.jsontypes import JsonValue
 from slurm_gpu.plain import NamedTuple
 
