@@ -290,7 +290,6 @@ ANY_ALLOWED: dict[str, str] = {
     "sim/settings.py": "the sweep rows over summary.json: a TypedDict of the summary",
     "sim/report.py": "summary.json: a TypedDict (the simulator is being reworked for load, issue 22)",
     "sim/report_html.py": "summary.json, as sim/report.py",
-    "cluster/jobstats.py": "the AdminComment summary and sacct rows (issue 22); the policy is typed",
 }
 
 

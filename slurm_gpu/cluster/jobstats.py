@@ -10,8 +10,8 @@ them. Out: a JSON-able document and its text lines, with notes that carry number
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 from slurm_gpu.cluster.summary_codec import Summary, decode
 from slurm_gpu.digits import is_digits
@@ -31,6 +31,65 @@ MIN_NOTE_SECONDS = 300  # no notes for jobs shorter than this
 GB = 1e9  # GPU memory, as the policy's memory_gb and MIG profiles count it
 GIB = 1 << 30  # host memory, as Slurm's --mem counts it
 SCHEMA = "slurm-gpu.jobstats/1"
+
+
+class GpuRow(TypedDict):
+    """One GPU of the job, from its AdminComment summary (shares in 0..1; None: not known)."""
+
+    node: str
+    index: int | None
+    utilization: float | None
+    memory_utilization: float | None
+    max_memory_bytes: int | None
+    energy_joules: float | None
+
+
+class JobDoc(TypedDict):
+    """One job's (or array task's) entry of ``jobs`` (docs/report.md "jobstats")."""
+
+    job_id: str
+    job_id_raw: str
+    user: str
+    account: str
+    partition: str
+    state: str
+    nodes: int
+    elapsed_seconds: float
+    time_limit_seconds: float | None
+    gpus: int
+    gpu_types: dict[str, int]
+    gpu_seconds: float
+    gpu_hours: float
+    gpu_utilization: float | None
+    gpu_stats: bool  # whether the job has a slurm-gpu summary
+    gpu: list[GpuRow]
+    energy_joules: float | None
+    cpus: int
+    cpu_seconds: float | None
+    cpu_efficiency: float | None
+    memory_bytes: int | None
+    max_rss_bytes: int | None
+    memory_efficiency: float | None
+    notes: list[str]
+
+
+class ArrayDoc(TypedDict):
+    """An array's aggregate figures (E = sum(U g t) / sum(g t) over the tasks with stats)."""
+
+    tasks: int
+    states: dict[str, int]
+    gpu_hours: float
+    gpu_hours_with_stats: float
+    gpu_utilization: float | None
+    cpu_efficiency: float | None
+
+
+class JobstatsDoc(TypedDict):
+    """The ``slurm-gpu jobstats --json`` document (schema ``slurm-gpu.jobstats/1``)."""
+
+    schema: str
+    jobs: list[JobDoc]
+    array: NotRequired[ArrayDoc]  # only for an array (more than one job)
 
 
 def _f(value: float | None, nd: int = 4) -> float | None:
@@ -62,7 +121,7 @@ def _smallest_mig(peak_bytes: int, policy: Policy | None) -> str | None:
     return None if best is None else best[1]
 
 
-def one_job(row: Mapping[str, str], steps: Sequence[Mapping[str, str]], policy: Policy | None = None) -> dict[str, Any]:
+def one_job(row: Mapping[str, str], steps: Sequence[Mapping[str, str]], policy: Policy | None = None) -> JobDoc:
     """One job's figures and notes."""
     elapsed = float(row.get("ElapsedRaw") or 0) if is_digits(row.get("ElapsedRaw") or "") else \
         (sacct_seconds(row.get("Elapsed")) or 0.0)
@@ -80,7 +139,7 @@ def one_job(row: Mapping[str, str], steps: Sequence[Mapping[str, str]], policy: 
     limit_s = sacct_seconds(row.get("Timelimit")) if ":" in (row.get("Timelimit") or "") else None
     gpus = tres_gpus(row.get("AllocTRES"))
     summary: Summary | None = decode(row.get("AdminComment"))
-    gpu_rows: list[dict[str, Any]] = []
+    gpu_rows: list[GpuRow] = []
     if summary is not None:
         for node in sorted(summary.nodes):
             for g in summary.nodes[node]:
@@ -90,23 +149,23 @@ def one_job(row: Mapping[str, str], steps: Sequence[Mapping[str, str]], policy: 
                                  "max_memory_bytes": g.max_memory_bytes, "energy_joules": g.energy_j})
     util = summary.utilisation() if summary is not None else None
     g_total = sum(gpus.values())
-    doc: dict[str, Any] = {
+    energies = [r["energy_joules"] for r in gpu_rows if r["energy_joules"] is not None]
+    doc: JobDoc = {
         "job_id": row.get("JobID", ""), "job_id_raw": row.get("JobIDRaw", ""), "user": row.get("User", ""),
         "account": row.get("Account", ""), "partition": row.get("Partition", ""), "state": row.get("State", ""),
         "nodes": nnodes, "elapsed_seconds": elapsed, "time_limit_seconds": limit_s,
         "gpus": g_total, "gpu_types": gpus, "gpu_seconds": g_total * elapsed,
         "gpu_hours": round(g_total * elapsed / 3600, 6),
         "gpu_utilization": _f(util), "gpu_stats": summary is not None, "gpu": gpu_rows,
-        "energy_joules": _f(sum(r["energy_joules"] for r in gpu_rows if r["energy_joules"] is not None), 3)
-        if any(r["energy_joules"] is not None for r in gpu_rows) else None,
+        "energy_joules": _f(sum(energies), 3) if energies else None,
         "cpus": ncpus, "cpu_seconds": _f(cpu_s, 3), "cpu_efficiency": _f(cpu_eff),
-        "memory_bytes": alloc_mem, "max_rss_bytes": peak_rss, "memory_efficiency": _f(mem_eff),
+        "memory_bytes": alloc_mem, "max_rss_bytes": peak_rss, "memory_efficiency": _f(mem_eff), "notes": [],
     }
     doc["notes"] = notes(doc, policy)
     return doc
 
 
-def notes(doc: Mapping[str, Any], policy: Policy | None = None) -> list[str]:
+def notes(doc: JobDoc, policy: Policy | None = None) -> list[str]:
     """Advice with numbers (jobstats' thresholds); none for jobs under MIN_NOTE_SECONDS."""
     if doc["elapsed_seconds"] < MIN_NOTE_SECONDS:
         return []
@@ -130,7 +189,7 @@ def notes(doc: Mapping[str, Any], policy: Policy | None = None) -> list[str]:
         used = max(1, round(eff * cpus))
         out.append(f"asked {cpus} cores, used {used} (CPU efficiency {eff * 100:.0f}%)")
     mem, peak_rss = doc["memory_bytes"], doc["max_rss_bytes"]
-    if doc["memory_efficiency"] is not None and doc["memory_efficiency"] < MEM_NOTE and mem:
+    if doc["memory_efficiency"] is not None and doc["memory_efficiency"] < MEM_NOTE and mem and peak_rss is not None:
         suggest = math.ceil(1.2 * peak_rss / GIB)  # jobstats' advice: 1.2 x the peak, in Slurm's G (GiB)
         out.append(f"asked {mem / GIB:.0f}G of memory per node, peak {peak_rss / GIB:.2f}G: "
                    f"--mem={max(suggest, 1)}G would do")
@@ -140,28 +199,30 @@ def notes(doc: Mapping[str, Any], policy: Policy | None = None) -> list[str]:
     return out
 
 
-def jobstats(rows: Sequence[Mapping[str, str]], policy: Policy | None = None) -> dict[str, Any]:
+def jobstats(rows: Sequence[Mapping[str, str]], policy: Policy | None = None) -> JobstatsDoc:
     """The document for one job or one array: ``jobs`` (one entry per job or array task) and, for an
     array, ``array`` with its aggregate figures (E = sum(U g t) / sum(g t) over the tasks with stats)."""
     jobs = [one_job(row, steps, policy) for row, steps in job_rows(rows)]
-    doc: dict[str, Any] = {"schema": SCHEMA, "jobs": jobs}
+    doc: JobstatsDoc = {"schema": SCHEMA, "jobs": jobs}
     if len(jobs) > 1:
-        with_stats = [j for j in jobs if j["gpu_utilization"] is not None and j["gpu_seconds"] > 0]
+        with_stats = [(u, j["gpu_seconds"]) for j in jobs if (u := j["gpu_utilization"]) is not None
+                      and j["gpu_seconds"] > 0]
         gh = sum(j["gpu_seconds"] for j in jobs) / 3600
-        gh_s = sum(j["gpu_seconds"] for j in with_stats) / 3600
-        eff = sum(j["gpu_utilization"] * j["gpu_seconds"] for j in with_stats) / 3600
-        cpu = [j for j in jobs if j["cpu_seconds"] is not None and j["cpus"] and j["elapsed_seconds"]]
-        cpu_all = sum(j["cpus"] * j["elapsed_seconds"] for j in cpu)
+        gh_s = sum(gs for _u, gs in with_stats) / 3600
+        eff = sum(u * gs for u, gs in with_stats) / 3600
+        cpu = [(c, j["cpus"] * j["elapsed_seconds"]) for j in jobs
+               if (c := j["cpu_seconds"]) is not None and j["cpus"] and j["elapsed_seconds"]]
+        cpu_all = sum(whole for _c, whole in cpu)
         doc["array"] = {
             "tasks": len(jobs), "states": _count(j["state"].split(" ")[0] for j in jobs),
             "gpu_hours": round(gh, 6), "gpu_hours_with_stats": round(gh_s, 6),
             "gpu_utilization": _f(eff / gh_s) if gh_s > 0 else None,
-            "cpu_efficiency": _f(sum(j["cpu_seconds"] for j in cpu) / cpu_all) if cpu_all > 0 else None,
+            "cpu_efficiency": _f(sum(c for c, _whole in cpu) / cpu_all) if cpu_all > 0 else None,
         }
     return doc
 
 
-def _count(items: Any) -> dict[str, int]:
+def _count(items: Iterable[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     for item in items:
         out[item] = out.get(item, 0) + 1
@@ -172,7 +233,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value * 100:.0f}%"
 
 
-def lines(doc: Mapping[str, Any], max_tasks: int = 20) -> list[str]:
+def lines(doc: JobstatsDoc, max_tasks: int = 20) -> list[str]:
     """The text view."""
     out: list[str] = []
     arr = doc.get("array")
@@ -204,4 +265,5 @@ def lines(doc: Mapping[str, Any], max_tasks: int = 20) -> list[str]:
     return out
 
 
-__all__ = ["jobstats", "one_job", "job_rows", "notes", "lines", "SCHEMA", "MIN_NOTE_SECONDS"]
+__all__ = ["jobstats", "JobstatsDoc", "JobDoc", "GpuRow", "ArrayDoc",
+           "one_job", "job_rows", "notes", "lines", "SCHEMA", "MIN_NOTE_SECONDS"]

@@ -7,10 +7,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.slurm.job_id import JobId, parse_job_id
+
+if TYPE_CHECKING:
+    from slurm_gpu.cluster.jobstats import JobstatsDoc
+    from slurm_gpu.policy.model import Policy
 
 JOB_ID_FORMS = ("array", "array_all", "het")  # sacct -j reads each of them
 # AdminComment last: it is free text and may hold "|" (sacct -P does not escape it)
@@ -44,7 +48,7 @@ def sacct_lines(argv: list[str], env: Mapping[str, str] | None = None,
         yield iter(lines)
 
 
-def load_optional_policy(path_opt: str | None, env: Mapping[str, str] | None = None) -> Any:
+def load_optional_policy(path_opt: str | None, env: Mapping[str, str] | None = None) -> Policy | None:
     """--policy, $GPUSUB_POLICY or /etc/slurm-gpu/policy.yaml; None when none applies."""
     from slurm_gpu.policy import load_policy
     from slurm_gpu.policy.reader import policy_path
@@ -68,7 +72,7 @@ def rows_of(jid: JobId, rows: list[dict[str, str]]) -> list[dict[str, str]]:
     return mine
 
 
-def gather(job_id: str, policy_opt: str | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def gather(job_id: str, policy_opt: str | None = None, env: Mapping[str, str] | None = None) -> JobstatsDoc:
     """The jobstats document of JOBID (an array's base id: every task)."""
     from slurm_gpu.cluster.jobstats import jobstats
     from slurm_gpu.slurm.sacct import parse_sacct
