@@ -8,8 +8,8 @@ gres, CPUs, memory: :class:`slurm_gpu.policy.nodes.NodeOffer`), which changes on
 the nodes. Reading it live is one ``scontrol show node -d -o`` per submission (about 8-12 ms of CPU on
 the lab machine). So the offers are kept, as JSON, one entry per ``SLURM_CONF``:
 
-- keyed by the slurm.conf path, its mtime and size (a reconfigure after an edit is a miss) and this
-  package's version (the cache's own line);
+- keyed by the slurm.conf path, its and gres.conf's mtime and size (a reconfigure after an edit is a
+  miss), the backend that read them and this package's version (the cache's own line);
 - fresh for :data:`TTL_S` seconds after the live read that wrote them (``$GPUSUB_NODES_TTL``: seconds,
   ``0`` reads live every time); an entry written "in the future" (the clock went back) is a miss;
 - never the last word on a refusal: gpusub re-reads the records live before it refuses a job on cached
@@ -55,14 +55,19 @@ def ttl_of(env: Mapping[str, str]) -> float:
     return value
 
 
-def _conf_key(env: Mapping[str, str], reader: str) -> tuple[str, str]:
-    conf = env.get("SLURM_CONF") or DEFAULT_CONF
+def _stamp(path: str) -> str:
     try:
-        st = os.stat(conf)
-        stamp = f"{st.st_mtime_ns}:{st.st_size}"
+        st = os.stat(path)
     except OSError:
-        stamp = "-"
-    return conf, json.dumps(["nodes", conf, stamp, reader])
+        return "-"
+    return f"{st.st_mtime_ns}:{st.st_size}"
+
+
+def _conf_key(env: Mapping[str, str], reader: str) -> tuple[str, str]:
+    """The entry's slurm.conf and its key: slurm.conf's and gres.conf's (beside it) stamps, the reader."""
+    conf = env.get("SLURM_CONF") or DEFAULT_CONF
+    gres = os.path.join(os.path.dirname(conf), "gres.conf")
+    return conf, json.dumps(["nodes", conf, _stamp(conf), _stamp(gres), reader])
 
 
 def _cache(env: Mapping[str, str], cache_dir: str | None) -> Cache:

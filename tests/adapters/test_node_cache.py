@@ -58,7 +58,11 @@ def test_stale_future_other_conf_other_reader_and_ttl_zero_miss(env, tmp_path):
     assert node_cache.cached_offers(env | {"GPUSUB_NODES_TTL": "0"}, READER, now=1000.0) is None
     assert node_cache.cached_offers(env | {"GPUSUB_NODES_TTL": "120"}, READER, now=1100.0) == nodes
     assert not node_cache.store_offers(env | {"GPUSUB_NODES_TTL": "0"}, READER, nodes)
-    # an edited slurm.conf (an admin's reconfigure) is another key
+    # an edited gres.conf or slurm.conf (an admin's reconfigure) is another key
+    (Path(env["SLURM_CONF"]).parent / "gres.conf").write_text("Name=gpu\n")
+    assert node_cache.cached_offers(env, READER, now=1000.0) is None
+    assert node_cache.store_offers(env, READER, nodes, now=1000.0)
+    assert node_cache.cached_offers(env, READER, now=1000.0) == nodes
     Path(env["SLURM_CONF"]).write_text("ClusterName=t\nNodeName=x\n")
     assert node_cache.cached_offers(env, READER, now=1000.0) is None
 
