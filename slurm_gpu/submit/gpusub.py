@@ -142,13 +142,19 @@ def _spank_options(backend: SlurmClient) -> tuple[Any, ...]:
         return ()
 
 
-def _user_and_groups(env: Mapping[str, str]) -> tuple[str | None, tuple[str, ...]]:
+def _user_and_groups(env: Mapping[str, str], with_groups: bool = True) -> tuple[str | None, tuple[str, ...]]:
+    """The user's name and (``with_groups``) Unix group names. Each group is one name-service lookup
+    (LDAP/sssd on a login node), so gpusub asks only when a policy class matches by group."""
     try:
-        import grp
         import pwd
 
         user = pwd.getpwuid(os.getuid()).pw_name
-        groups = tuple(sorted({grp.getgrgid(g).gr_name for g in os.getgroups()}))
+        if not with_groups:
+            return user, ()
+        import grp
+
+        # the primary group too: getgroups() lists only the supplementary ones where none were set up
+        groups = tuple(sorted({grp.getgrgid(g).gr_name for g in {os.getgid(), *os.getgroups()}}))
         return user, groups
     except (KeyError, ImportError):
         return env.get("USER"), ()
@@ -205,20 +211,21 @@ def decide(sub: Submission, spelling: SlurmSpelling, script_text: str | None, en
     cached records is decided again on live ones, so a stale entry never refuses a job."""
     from slurm_gpu.slurm.sbatch.to_request import to_job_request
 
-    user, groups = _user_and_groups(env)
+    path = policy_path(sub.gpusub.policy, env)
+    policy = None
+    if path is not None:
+        from slurm_gpu.adapters.policy_cache import load_policy_cached
+
+        policy = load_policy_cached(path)
+    user, groups = _user_and_groups(env, policy is not None and any(c.match.groups for c in policy.classes))
     parts = len(sub.components) if getattr(sub, "components", ()) else 1
     requests = [to_job_request(sub, user=user, groups=groups, component=k) for k in range(parts)]
     request = requests[0]
 
-    path = policy_path(sub.gpusub.policy, env)
-    policy = None
     nodes = NodeView(None, False)
-    if path is None:
+    if policy is None:
         decisions = [_no_policy_decision(r) for r in requests]
     else:
-        from slurm_gpu.adapters.policy_cache import load_policy_cached
-
-        policy = load_policy_cached(path)
         nodes = node_inventory(env, backend, live=live)
         decisions = _classify(requests, policy, nodes.inventory, backend, user)
         if nodes.cached and not all(d.accepted for d in decisions):
@@ -355,10 +362,13 @@ def _topology_key(path: str) -> str:
     """The descriptor and every file beside it (the captures it names), by path, size and mtime."""
     folder = os.path.dirname(os.path.abspath(path)) or "."
     parts = [os.path.abspath(path)]
-    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-        if entry.is_file():
-            st = entry.stat()
-            parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    try:
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if entry.is_file():
+                st = entry.stat()
+                parts.append(f"{entry.name}:{st.st_size}:{st.st_mtime_ns}")
+    except OSError:  # no such folder (or it went away): no entry matches; reading the file says why
+        parts.append("-")
     return "|".join(parts)
 
 
