@@ -26,7 +26,9 @@ from slurm_gpu.sim.routing import Route, Router
 from slurm_gpu.sim.scheduler import main_pass
 from slurm_gpu.sim.traces import Trace, TraceJob
 
-END, PREEMPT_END, SUBMIT, BACKFILL = 0, 1, 2, 3
+# LIMIT_FREE: a run's end frees its GPUs from its QOS's per-user count at once (Slurm's job completion,
+# acct_policy_job_fini); the nodes follow release_s later (END: COMPLETING, the epilog)
+LIMIT_FREE, END, PREEMPT_END, SUBMIT, BACKFILL = -1, 0, 1, 2, 3
 
 
 Progress = Callable[[int, int, int, int], None]
@@ -101,6 +103,7 @@ class Engine:
         g = float(self.cluster.gpus)
         self.capacity = (g, g * per_gpu if isinstance(per_gpu, int) else 0.0, g * mem / 1024)
         self.samples: list[tuple[int, int, tuple[int, ...]]] = []
+        self.in_backfill = False  # a backfill pass is running (SimJob.started_by)
 
     def under_limit(self, job: SimJob) -> bool:
         """Whether starting ``job`` keeps its user within its QOS's GPUs per user (Slurm leaves a job over
@@ -121,14 +124,18 @@ class Engine:
         job.ran_type = self.cluster.gpu_types[chosen[0]] if chosen else job.gpu_type
         if job.first_start is None:
             job.first_start = now
+            job.started_by = "backfill" if self.in_backfill else "main"
             self.started += 1
         job.state = "RUNNING"
         job.run += 1
+        length = job.work if job.limit is None else min(job.work, job.limit)
+        job.end = now + length
         if job.qos in self.user_max:
             key = (job.qos, job.user)
             self.user_gpus[key] = self.user_gpus.get(key, 0.0) + job.gpus
-        length = job.work if job.limit is None else min(job.work, job.limit)
-        job.end = now + length
+            job.holds_limit = True
+            if self.params.release_s > 0:
+                self.push(job.end, LIMIT_FREE, job.idx, job.run)
         self.running[job.idx] = job
         if self.pending is not None:
             self.pending.remove(job)
@@ -156,8 +163,7 @@ class Engine:
         self.cluster.release(job.alloc)
         job.alloc = ()
         del self.running[job.idx]
-        if job.qos in self.user_max:
-            self.user_gpus[(job.qos, job.user)] -= job.gpus
+        self.free_limit(job)
         self.victims.pop(job.idx, None)
         if self.params.allocator == "drf":
             u = self.in_use[job.account or ""]
@@ -175,6 +181,13 @@ class Engine:
         self.finish = max(self.finish, ended)
         self.changed = self.dirty = True
         return ran
+
+    def free_limit(self, job: SimJob) -> None:
+        """The run no longer counts against its QOS's GPUs per user."""
+        if job.holds_limit:
+            job.holds_limit = False
+            self.user_gpus[(job.qos, job.user)] -= job.gpus
+            self.changed = self.dirty = True
 
     def on_end(self, job: SimJob) -> None:
         ran = self._stop(job)
@@ -237,7 +250,10 @@ class Engine:
                     pending.add(job, now)
                     self.changed = self.dirty = True
                 elif job.run == run and job.state in ("RUNNING", "PREEMPTING"):
-                    if kind == END:
+                    if kind == LIMIT_FREE:
+                        if job.state == "RUNNING":  # a preempted run frees its count when it stops
+                            self.free_limit(job)
+                    elif kind == END:
                         self.on_end(job)
                     elif job.state == "PREEMPTING":
                         self.on_preempt_end(job)
@@ -262,8 +278,10 @@ class Engine:
                 if pending and self.changed:
                     self.changed = False
                     self.passes += 1
+                    self.in_backfill = True
                     backfill_pass(now, order, self.cluster, list(self.running.values()), p, self.start, limit,
                                   pending.smallest())
+                    self.in_backfill = False
             if p.backfill and pending and self.changed and self.bf_due is None:
                 self.bf_due = now + (-(now - begin)) % p.bf_interval_s
                 if self.bf_due == now and backfill_now:

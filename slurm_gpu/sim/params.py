@@ -34,6 +34,10 @@ class Params(NamedTuple):
     bf_whole_nodes: bool = False
     bf_resolution_s: int = 0  # bf_resolution (Slurm's default 60); 0: exact seconds
     clock0_s: int = 0  # the wall-clock (epoch) second of simulated time 0, for bf_resolution's alignment
+    # per-user limits after the nodes (Slurm's select_nodes: the nodes first, then the QOS's TRES limits):
+    # a job over its limit whose nodes are busy blocks its partition in the main pass like any job that
+    # does not fit; False: a job over its limit is passed over first (the model before issue 26)
+    limits_after_nodes: bool = True
     weight_age: int = 70000  # PriorityWeightAge
     weight_qos: int = 50000  # PriorityWeightQOS
     weight_partition: int = 1000000  # PriorityWeightPartition (PriorityJobFactor = the partition's tier)
@@ -59,7 +63,7 @@ class SimJob:
                  "preemptible", "preempts", "preempt_mode", "grace_s", "max_requeues",
                  "prio", "prio_at", "start", "first_start", "end", "alloc", "state", "preempted", "requeues", "run",
                  "waiting", "victims", "gpu_s", "lost_gpu_s", "cpus", "mem_gb",
-                 "ran_type")
+                 "ran_type", "started_by", "holds_limit")
 
     def __init__(self, idx: int, job_id: str, submit: int, work: int, limit: int | None) -> None:
         self.idx, self.job_id, self.submit, self.work, self.limit = idx, job_id, submit, work, limit
@@ -98,6 +102,8 @@ class SimJob:
         self.cpus = 0  # CPUs it holds (the trace's, else the policy's cpus_per_gpu x GPUs; 0: not known)
         self.mem_gb = 0.0  # memory it holds (the policy's mem_per_gpu x GPUs; 0: not known)
         self.ran_type: str | None = None  # the GPU type of the nodes it last ran on (for its price)
+        self.holds_limit = False  # its GPUs count against its QOS's GPUs per user (until its run ends)
+        self.started_by = ""  # which pass started its first run: "main" or "backfill" (for the comparison)
 
     @property
     def planned_end(self) -> int:

@@ -295,3 +295,63 @@ def test_default_queue_depth_bounds_an_event_pass_and_sched_interval_tests_all()
     assert starts() == {"a": 0, "b1": 1000, "b2": 1000, "b3": 1050, "c": 2, "e": 70}
     assert starts(default_queue_depth=2) == {"a": 0, "b1": 1000, "b2": 1000, "b3": 1050, "c": 70, "e": 70}
     assert starts(default_queue_depth=2, sched_interval_s=0)["c"] == 1050
+
+
+def _capped(cap: int = 2):  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    from tests.sim.helpers import TINY
+
+    qos = tuple(dataclasses.replace(q, max_gpus_per_user=cap) if q.name == "normal" else q for q in TINY.qos)
+    return dataclasses.replace(TINY, qos=qos)
+
+
+def test_a_job_over_its_user_limit_whose_nodes_are_busy_blocks_its_partition() -> None:
+    # Slurm's select_nodes tests the nodes first (busy: ESLURM_NODES_BUSY, the partition is blocked for
+    # the pass) and the QOS's per-user TRES only on nodes it found (acct_policy_job_runnable_post_select).
+    # QOS normal, 4 GPUs per user, no backfill. n1: a (u, 2 GPUs, 0-200) and g (y, 2, 0-100); n2: f (x, 4).
+    # b (u, 3 GPUs, submitted 1) is over u's limit (5 > 4) AND no node has 3 free: it blocks batch, so
+    # c (v, 1 GPU, submitted 2) behind it does not start at g's end (100: n1 has 2 free, b still does not
+    # fit and blocks again); at a's end (200) b fits n1 within its limit, then c takes n1's last GPU.
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+
+    text = ("job_id,user,gpu_num,submit_time,duration\na,u,2,0,200\nf,x,4,0,1000\ng,y,2,0,100\n"
+            "b,u,3,1,50\nc,v,1,2,30\n")
+    trace = read_trace(text.splitlines(), "t.csv")
+    got = {j.job_id: j.first_start for j in simulate(trace, _capped(4), Params(backfill=False)).jobs}
+    assert got == {"a": 0, "f": 0, "g": 0, "b": 200, "c": 200}
+    # the model before issue 26 (limits first): b is passed over and c starts at g's end
+    old = {j.job_id: j.first_start for j in
+           simulate(trace, _capped(4), Params(backfill=False, limits_after_nodes=False)).jobs}
+    assert old == {"a": 0, "f": 0, "g": 0, "b": 200, "c": 100}
+
+
+def test_a_job_over_its_user_limit_whose_nodes_are_free_blocks_no_one() -> None:
+    # b (u, 1 GPU) is over u's 2 GPUs while a runs, but its nodes are free: it is passed over
+    # (QOSMaxGRESPerUser) and c starts at once, with either model
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+
+    text = "job_id,user,gpu_num,submit_time,duration\na,u,2,0,100\nb,u,1,1,50\nc,v,1,2,30\n"
+    for after in (True, False):
+        got = {j.job_id: j.first_start for j in simulate(read_trace(text.splitlines(), "t.csv"), _capped(),
+                                                          Params(backfill=False, limits_after_nodes=after)).jobs}
+        assert got == {"a": 0, "b": 100, "c": 2}
+
+
+def test_a_runs_end_frees_its_user_limit_before_its_gpus() -> None:
+    # release_s=2: a's GPUs are free 2 s after its end (COMPLETING), but its GPUs leave u's per-user count
+    # at the end itself (job completion): b (u, 2 GPUs, over the limit while a runs, nodes free) starts at
+    # a's end, 100, not 102
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+
+    text = "job_id,user,gpu_num,submit_time,duration\na,u,2,0,100\nb,u,2,1,50\n"
+    for backfill in (False, True):
+        got = schedule(simulate(read_trace(text.splitlines(), "t.csv"), _capped(),
+                                Params(backfill=backfill, bf_interval_s=1, release_s=2)))
+        assert got == {"a": (0, 100), "b": (100, 150)}

@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Issue 26: the lab validation traces of other shapes (validate.shaped_trace), the one table of the lab's
+scheduler parameters (slurm/scheduler_params.py) and the per-class figures of a replay."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from slurm_gpu.cli.main import cli
+from slurm_gpu.sim.replay import routed
+from slurm_gpu.sim.traces import read_trace
+from slurm_gpu.sim.validate import (
+    SHAPES,
+    compare,
+    compare_classes,
+    params_from_conf,
+    shaped_trace,
+    with_lab_scheduler,
+)
+from slurm_gpu.slurm.scheduler_params import LAB_SCHEDULER_PARAMETERS, lab_scheduler_line
+
+from .helpers import DATA
+
+UNIVERSITY = str(DATA.parents[2] / "examples" / "policies" / "university.yaml")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_shaped_fixture_is_the_documented_generator(shape: str) -> None:
+    assert (DATA / f"lab-trace-{shape}.csv").read_text() == shaped_trace(shape)
+
+
+def _routes(shape: str) -> Counter[tuple[str, str | None, int]]:
+    return Counter((r.route.partition, r.route.qos, r.route.nodes * r.route.gpus_per_node)
+                   for r in routed(UNIVERSITY, str(DATA / f"lab-trace-{shape}.csv"), 15))
+
+
+def test_the_shapes_are_what_their_names_say() -> None:
+    debug = _routes("debug-cap")
+    assert sum(n for (p, q, _g), n in debug.items() if (p, q) == ("interactive", "debug")) == 40
+    gang = _routes("gang")
+    assert gang[("batch", "high", 16)] == 12 and sum(gang.values()) == 36
+    spot = _routes("spot")
+    assert sum(n for (p, _q, _g), n in spot.items() if p == "spot") >= 0.4 * sum(spot.values())
+    assert sum(n for (_p, q, _g), n in spot.items() if q == "high") >= 10
+    rows = read_trace((DATA / "lab-trace-array.csv").read_text().splitlines(), "a.csv").jobs
+    same_second = Counter(j.submit for j in rows)
+    assert sum(1 for n in same_second.values() if n >= 6) == 8  # the 8 arrays, each in one second
+
+
+def test_an_unknown_shape_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown shape"):
+        shaped_trace("wide")
+
+
+def test_the_one_table_is_the_lab_line_and_what_the_simulator_reads() -> None:
+    line = lab_scheduler_line()
+    assert line == "SchedulerParameters=" + ",".join(f"{k}={v}" for k, v, _ in LAB_SCHEDULER_PARAMETERS)
+    conf = "SchedulerType=sched/backfill\nSchedulerParameters=sched_interval=5,bf_interval=5\nPreemptType=x\n"
+    new = with_lab_scheduler(conf)
+    assert new is not None and new.splitlines() == ["SchedulerType=sched/backfill", line, "PreemptType=x"]
+    assert with_lab_scheduler(new) is None  # written once: a lab that has it is not reconfigured
+    appended = with_lab_scheduler("SchedulerType=sched/backfill\n")
+    assert appended is not None and appended.splitlines()[-1] == line
+    table = dict((k, v) for k, v, _ in LAB_SCHEDULER_PARAMETERS)
+    p = params_from_conf(new)
+    assert (p.sched_interval_s, p.bf_interval_s, p.bf_window_s, p.bf_max_job_test, p.default_queue_depth,
+            p.bf_resolution_s) == (int(table["sched_interval"]), int(table["bf_interval"]),
+                                   60 * int(table["bf_window"]), int(table["bf_max_job_test"]),
+                                   int(table["default_queue_depth"]), int(table["bf_resolution"]))
+
+
+def test_the_lab_writes_the_table_into_its_slurm_conf() -> None:
+    # a fresh lab already has the table's line, so a replay in it reconfigures nothing
+    from slurm_gpu.lab.config import slurm_conf
+    from tests.lab.test_config import SPEC, V2205, rt
+
+    text = slurm_conf(SPEC, rt(V2205))
+    assert lab_scheduler_line() in text.splitlines() and with_lab_scheduler(text) is None
+
+
+def test_figures_per_class() -> None:
+    # a, b in class x; c, d in class y. Real (submit, start); simulated start.
+    real = {"a": (0, 10), "b": (0, 20), "c": (0, 30), "d": (0, 40)}
+    sim = {"a": 12, "b": 18, "c": 40, "d": 30}
+    got = compare_classes(real, sim, {"a": ("x",), "b": ("x",), "c": ("y",), "d": ("y",)})
+    assert list(got) == ["all", "x", "y"]
+    assert got["all"] == compare(real, sim)
+    assert got["x"].tau_b == 1.0 and got["x"].median_abs_error_s == 2.0 and got["x"].mean_wait_s == 15.0
+    assert got["y"].tau_b == -1.0 and got["y"].median_abs_error_s == 10.0 and got["y"].error_of_wait == 10 / 35
+
+
+def test_replay_from_two_records_prints_real_against_real_per_class(tmp_path: Path) -> None:
+    import json
+
+    trace = str(DATA / "lab-trace-200.csv")
+    one, three = str(DATA / "lab-replay-22.05.8.csv"), str(DATA / "lab-replay-22.05.8-run3.csv")
+    res = CliRunner().invoke(cli, ["simulate", "--policy", UNIVERSITY, "--trace", trace, "--out", str(tmp_path),
+                                   "--replay-from", one, "--replay-from", three])
+    assert res.exit_code == 0, res.output
+    assert "real-vs-real" in res.output and "partition=interactive" in res.output and "qos=debug" in res.output
+    doc = json.loads((tmp_path / "replay-summary.json").read_text())
+    assert set(doc) >= {"simulated_vs_real", "real_vs_real", "params"}
+    assert doc["real_vs_real"]["all"]["jobs"] == 200 and 0.9 < doc["real_vs_real"]["all"]["tau_b"] <= 1
+    assert {"partition=batch", "partition=spot", "qos=high"} <= set(doc["simulated_vs_real"])
+    js = CliRunner().invoke(cli, ["simulate", "--policy", UNIVERSITY, "--trace", trace, "--out", str(tmp_path),
+                                  "--replay-from", one, "--json"])
+    assert js.exit_code == 0 and json.loads(js.output)["simulated_vs_real"]["all"]["jobs"] == 200
