@@ -34,10 +34,6 @@ class Params(NamedTuple):
     bf_whole_nodes: bool = False
     bf_resolution_s: int = 0  # bf_resolution (Slurm's default 60); 0: exact seconds
     clock0_s: int = 0  # the wall-clock (epoch) second of simulated time 0, for bf_resolution's alignment
-    # per-user limits after the nodes (Slurm's select_nodes: the nodes first, then the QOS's TRES limits):
-    # a job over its limit whose nodes are busy blocks its partition in the main pass like any job that
-    # does not fit; False: a job over its limit is passed over first (the model before issue 26)
-    limits_after_nodes: bool = True
     weight_age: int = 70000  # PriorityWeightAge
     weight_qos: int = 50000  # PriorityWeightQOS
     weight_partition: int = 1000000  # PriorityWeightPartition (PriorityJobFactor = the partition's tier)

@@ -16,6 +16,7 @@ one sacct reader, :func:`slurm_gpu.sim.traces.read_sacct`.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -190,6 +191,8 @@ def read_record(path: str) -> tuple[list[RealJob], Params | None]:
         if line.startswith("# params: "):
             try:
                 given = json.loads(line.removeprefix("# params: "))
+                # a field of another version of the model (none is a lab's slurm.conf value) is left out
+                given = {k: v for k, v in given.items() if k in Params._fields}
                 params = Params(**given)
             except (ValueError, TypeError) as exc:
                 raise SlurmGpuError(f"{path}: bad params line: {exc}") from None
@@ -216,14 +219,28 @@ def compare_with(jobs: list[Replayed], real: list[RealJob], policy_path: str,
     from slurm_gpu.policy.load import load_policy
     from slurm_gpu.sim.engine import simulate
     from slurm_gpu.sim.traces import Trace
-    from slurm_gpu.sim.validate import FixedRoutes, compare
+    from slurm_gpu.sim.validate import TICKS, FixedRoutes, compare, in_ticks, lab_timing
 
     by_trace = {r.trace_job_id: r for r in real}
-    replayed = [r._replace(job=r.job._replace(submit=by_trace[r.job.job_id].submit))
+    sleeps = {r.job.job_id: r.job.duration for r in jobs}
+    timing = lab_timing([(r.submit, r.start, r.end, sleeps.get(r.trace_job_id, 0), r.runs) for r in real])
+    t = TICKS  # in tenths of a second: the lab's per-run overhead and release are fractions of a second
+
+    def ticks(v: int | None) -> int | None:
+        return None if v is None else v * t
+
+    replayed = [r._replace(job=r.job._replace(submit=by_trace[r.job.job_id].submit * t,
+                                              duration=r.job.duration * t + timing.overhead,
+                                              time_limit_s=ticks(r.job.time_limit_s)),
+                           route=r.route._replace(time_limit_s=ticks(r.route.time_limit_s)))
                 for r in jobs if r.job.job_id in by_trace]
-    result = simulate(Trace(tuple(r.job for r in replayed), "epoch"), load_policy(policy_path), params,
+    policy = load_policy(policy_path)
+    policy = dataclasses.replace(policy, partitions=tuple(dataclasses.replace(p, grace_time_s=p.grace_time_s * t)
+                                                          for p in policy.partitions))
+    result = simulate(Trace(tuple(r.job for r in replayed), "epoch"), policy, in_ticks(params, timing),
                       FixedRoutes(replayed))
-    sim = {j.job_id: j.first_start for j in result.jobs}
+    # sacct's whole seconds are truncated: so are the simulated starts
+    sim = {j.job_id: None if j.first_start is None else j.first_start // t for j in result.jobs}
     cmp = compare({k: (v.submit, v.start) for k, v in by_trace.items() if v.start is not None}, sim)
     rows = [(k, by_trace[k].submit, by_trace[k].start, sim.get(k), by_trace[k].partition) for k in sorted(by_trace)]
     return cmp, rows

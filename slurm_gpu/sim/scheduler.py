@@ -59,10 +59,10 @@ def main_pass(pending: Iterable[SimJob], cluster: Cluster, params: Params, runni
               under_limit: Callable[[SimJob], bool] | None = None,
               parts: set[str] | None = None, depth: int | None = None) -> int:
     """One pass of the main scheduler over ``pending`` (in order); returns the number of jobs started.
-    A job over a per-user limit (``under_limit`` false) is passed over without blocking anything when its
-    nodes are free now; when they are not, it blocks its partition like any job that does not fit
-    (``params.limits_after_nodes``: Slurm's select_nodes tests the nodes first, ESLURM_NODES_BUSY, and
-    the limits only on the nodes it found, acct_policy_job_runnable_post_select); it preempts nothing.
+    A job over a per-user limit (``under_limit`` false) is passed over without blocking anything, also
+    when its nodes are busy (seen in the lab's slurmctld log, 22.05.8: a 2-GPU debug job over the debug
+    QOS's limit, its node with 1 GPU free, did not keep the main scheduler from starting the 1-GPU debug
+    job after it in the same partition).
     ``parts``: the partitions of the pending jobs (default: read from ``pending``). ``depth``
     (default_queue_depth): the pass stops after testing that many jobs and one more, as Slurm's loop
     does (``job_depth++ > def_job_limit``: every job taken from the queue counts, blocked ones too);
@@ -74,21 +74,17 @@ def main_pass(pending: Iterable[SimJob], cluster: Cluster, params: Params, runni
         pending = list(pending)
         parts = {j.partition for j in pending if j.state == "PENDING"}
     jobs = pending.scan(blocked_parts, depth) if isinstance(pending, View) else scan(pending, blocked_parts, depth)
-    after_nodes = params.limits_after_nodes
     for job in jobs:
-        over = under_limit is not None and not under_limit(job)
-        if over and not after_nodes:
+        if under_limit is not None and not under_limit(job):
             continue
         group = cluster.group(job.partition, job.gpu_type)
         allowed = frozenset(i for i in group if i not in withheld) if withheld else None
         chosen = cluster.pick(group, job.nodes, job.per_node, job.slices, allowed)
         if chosen is not None:
-            if over:  # select_nodes found nodes, the limit refuses them: ESLURM_ACCOUNTING_POLICY, no block
-                continue
             start(job, chosen)
             started += 1
             continue
-        if not over and not job.waiting and params.preempt_type != "off":
+        if not job.waiting and params.preempt_type != "off":
             victims = choose_victims(params, job, cluster, running)
             if victims:
                 preempt(job, victims)

@@ -342,3 +342,44 @@ def with_lab_scheduler(conf: str) -> str | None:
     kept = [line for i, line in enumerate(lines) if i not in at]
     kept.insert(at[0] if at else len(kept), want)
     return "\n".join(kept) + "\n"
+
+
+TICKS = 10  # the lab comparison simulates in tenths of a second (lab_timing, in_ticks)
+
+
+class LabTiming(NamedTuple):
+    """What a lab adds to each run, in ticks (1/``TICKS`` s), measured from a real run's whole seconds."""
+
+    overhead: int  # a run lasts its sleep plus this (slurmd's launch, the step's start and end)
+    release: int  # the next job starts this long after an end (the completion, the triggered main pass)
+
+
+def lab_timing(runs: Sequence[tuple[int, int | None, int | None, int, int]]) -> LabTiming:
+    """From (submit, start, end, sleep seconds, runs) per real job (sacct's whole seconds, truncated):
+    ``overhead`` = the mean of end - start - sleep over the jobs that ran once; ``release`` = the mean of
+    start - the latest end at or before it over the jobs that waited and started within 2 s of an end.
+    Truncation to whole seconds makes each difference off by under a second either way, but its mean is
+    the true mean when the fractions of the second fall evenly, so tenths are measurable."""
+    over = [end - start - sleep for _sub, start, end, sleep, n in runs
+            if n == 1 and start is not None and end is not None]
+    ends = sorted(end for _s, _b, end, _d, _n in runs if end is not None)
+    gaps: list[int] = []
+    for submit, start, _end, _sleep, _n in runs:
+        if start is not None and start > submit:
+            before = [e for e in ends if e <= start]
+            if before and start - before[-1] <= 2:
+                gaps.append(start - before[-1])
+    def mean_ticks(values: list[int]) -> int:
+        return max(0, round(TICKS * sum(values) / len(values))) if values else 0
+
+    return LabTiming(mean_ticks(over), mean_ticks(gaps))
+
+
+def in_ticks(params: Params, timing: LabTiming) -> Params:
+    """``params`` with every time in ticks, and the lab's measured release."""
+    t = TICKS
+    return params._replace(bf_window_s=params.bf_window_s * t, bf_interval_s=params.bf_interval_s * t,
+                           sched_interval_s=params.sched_interval_s * t, bf_resolution_s=params.bf_resolution_s * t,
+                           clock0_s=params.clock0_s * t, max_age_s=params.max_age_s * t,
+                           half_life_s=params.half_life_s * t, calc_period_s=params.calc_period_s * t,
+                           ckpt_interval_s=params.ckpt_interval_s * t, release_s=timing.release)

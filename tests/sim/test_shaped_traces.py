@@ -109,3 +109,20 @@ def test_replay_from_two_records_prints_real_against_real_per_class(tmp_path: Pa
     js = CliRunner().invoke(cli, ["simulate", "--policy", UNIVERSITY, "--trace", trace, "--out", str(tmp_path),
                                   "--replay-from", one, "--json"])
     assert js.exit_code == 0 and json.loads(js.output)["simulated_vs_real"]["all"]["jobs"] == 200
+
+
+def test_lab_timing_measures_tenths_from_whole_seconds() -> None:
+    from slurm_gpu.sim.validate import TICKS, LabTiming, in_ticks, lab_timing
+    from slurm_gpu.sim.params import Params
+
+    # (submit, start, end, sleep, runs): a, b, c ran once and took 10 s + 1, 0, 0 s of whole-second
+    # truncation: overhead 1/3 s = 3 ticks. b waited and started 1 s after a's end, c 0 s after b's:
+    # release 0.5 s = 5 ticks. d ran twice (requeued): not counted in the overhead; e started 5 s after
+    # the latest end (not an end's start): not counted in the release.
+    runs = [(0, 0, 11, 10, 1), (5, 12, 22, 10, 1), (6, 22, 32, 10, 1), (0, 0, 50, 10, 2), (30, 37, 47, 10, 1)]
+    got = lab_timing(runs[:4])
+    assert got == LabTiming(overhead=3, release=5)
+    assert lab_timing(runs).release == 5 and lab_timing([]) == LabTiming(0, 0)
+    p = in_ticks(Params(bf_interval_s=5, sched_interval_s=5, bf_resolution_s=60, clock0_s=7), got)
+    assert (p.bf_interval_s, p.sched_interval_s, p.bf_resolution_s, p.clock0_s, p.release_s) == (
+        5 * TICKS, 5 * TICKS, 60 * TICKS, 7 * TICKS, 5)
