@@ -28,7 +28,11 @@ from slurm_gpu.sim.traces import Trace, TraceJob
 
 # LIMIT_FREE: a run's end frees its GPUs from its QOS's per-user count at once (Slurm's job completion,
 # acct_policy_job_fini); the nodes follow release_s later (END: COMPLETING, the epilog)
-LIMIT_FREE, END, PREEMPT_END, SUBMIT, BACKFILL = -1, 0, 1, 2, 3
+# MAIN: the main pass that an end triggers, sched_delay_s after it (Slurm queues the pass; ends within the
+# delay are seen together)
+# FULL: with sched_delay_s, the periodic full-queue pass at each multiple of sched_interval is its own event
+# (slurmctld's background thread); without, it runs at the first event at or after each multiple
+LIMIT_FREE, END, PREEMPT_END, SUBMIT, BACKFILL, MAIN, FULL = -1, 0, 1, 2, 3, 4, 5
 
 
 Progress = Callable[[int, int, int, int], None]
@@ -104,6 +108,8 @@ class Engine:
         self.capacity = (g, g * per_gpu if isinstance(per_gpu, int) else 0.0, g * mem / 1024)
         self.samples: list[tuple[int, int, tuple[int, ...]]] = []
         self.in_backfill = False  # a backfill pass is running (SimJob.started_by)
+        self.main_due: int | None = None  # the queued main pass after an end (sched_delay_s)
+        self.full_due: int | None = None  # the queued full-queue pass (sched_delay_s > 0)
 
     def under_limit(self, job: SimJob) -> bool:
         """Whether starting ``job`` keeps its user within its QOS's GPUs per user (Slurm leaves a job over
@@ -179,7 +185,13 @@ class Engine:
         if by is not None:
             by.waiting -= 1
         self.finish = max(self.finish, ended)
-        self.changed = self.dirty = True
+        self.changed = True
+        if self.params.sched_delay_s > 0:
+            if self.main_due is None:  # one queued pass sees every end before it
+                self.main_due = self.now + self.params.sched_delay_s
+                self.push(self.main_due, MAIN)
+        else:
+            self.dirty = True
         return ran
 
     def free_limit(self, job: SimJob) -> None:
@@ -187,7 +199,9 @@ class Engine:
         if job.holds_limit:
             job.holds_limit = False
             self.user_gpus[(job.qos, job.user)] -= job.gpus
-            self.changed = self.dirty = True
+            self.changed = True
+            if self.params.sched_delay_s <= 0:
+                self.dirty = True
 
     def on_end(self, job: SimJob) -> None:
         ran = self._stop(job)
@@ -235,15 +249,23 @@ class Engine:
         limit = self.under_limit if self.user_max else None
         begin = min((j.submit for j in self.jobs), default=0)
         next_calc = next_full = begin
+        timed_full = p.sched_delay_s > 0 and p.sched_interval_s > 0
         heap = self.heap
         loops = 0
         while heap:
             self.now = now = heap[0][0]
-            backfill_now = False
+            backfill_now = full_now = False
             while heap and heap[0][0] == now:
                 _, kind, _, idx, run = heapq.heappop(heap)
                 if kind == BACKFILL:
                     backfill_now = True
+                    continue
+                if kind == MAIN:
+                    self.main_due = None
+                    self.dirty = True
+                    continue
+                if kind == FULL:
+                    full_now, self.full_due = True, None
                     continue
                 job = self.jobs[idx]
                 if kind == SUBMIT:
@@ -265,9 +287,15 @@ class Engine:
                 next_calc = now - (now - begin) % p.calc_period_s + p.calc_period_s
             if pending:
                 order = pending.view(self.in_use, self.capacity, weights)
-                full = p.sched_interval_s > 0 and now >= next_full
-                if full:
-                    next_full = now - (now - begin) % p.sched_interval_s + p.sched_interval_s
+                if timed_full:
+                    full = full_now
+                    if self.full_due is None:
+                        self.full_due = now - (now - begin) % p.sched_interval_s + p.sched_interval_s
+                        self.push(self.full_due, FULL)
+                else:
+                    full = p.sched_interval_s > 0 and now >= next_full
+                    if full:
+                        next_full = now - (now - begin) % p.sched_interval_s + p.sched_interval_s
                 self.passes += 1
                 if self.dirty or full:
                     self.dirty = False

@@ -44,6 +44,9 @@ class Params(NamedTuple):
     preempt_type: PreemptType = "partition_prio"  # PreemptType (what `slurm-gpu admin emit` writes)
     ckpt_interval_s: int = 0  # the jobs' checkpoint interval; 0: none (a preempted run loses all its work)
     release_s: int = 0  # a run's GPUs are free this long after it ends (COMPLETING, epilog, the next pass)
+    # the main pass an end triggers runs this long after it (slurmctld queues it; ends in between are seen
+    # together); 0: at the end itself. The lab comparison measures it (validate.lab_timing)
+    sched_delay_s: int = 0
     fairshare: FairShareScheme = "classic"  # PriorityFlags=NO_FAIR_TREE (classic) or FAIR_TREE (Slurm's default)
     shares: tuple[tuple[str, float], ...] = ()  # sacctmgr Fairshare= per account path ("phys/theory"); else 1
     billing_weights: tuple[tuple[str, float], ...] = (("gres/gpu", 1.0),)  # TRESBillingWeights (cpu, mem GB, gres/gpu)

@@ -376,10 +376,12 @@ def lab_timing(runs: Sequence[tuple[int, int | None, int | None, int, int]]) -> 
 
 
 def in_ticks(params: Params, timing: LabTiming) -> Params:
-    """``params`` with every time in ticks, and the lab's measured release."""
+    """``params`` with every time in ticks; a run's GPUs and limits are free at its end, and the main pass
+    it triggers runs the lab's measured release later (``sched_delay_s``)."""
     t = TICKS
     return params._replace(bf_window_s=params.bf_window_s * t, bf_interval_s=params.bf_interval_s * t,
                            sched_interval_s=params.sched_interval_s * t, bf_resolution_s=params.bf_resolution_s * t,
                            clock0_s=params.clock0_s * t, max_age_s=params.max_age_s * t,
                            half_life_s=params.half_life_s * t, calc_period_s=params.calc_period_s * t,
-                           ckpt_interval_s=params.ckpt_interval_s * t, release_s=timing.release)
+                           ckpt_interval_s=params.ckpt_interval_s * t, release_s=0,
+                           sched_delay_s=timing.release)

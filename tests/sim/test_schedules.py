@@ -336,3 +336,24 @@ def test_a_runs_end_frees_its_user_limit_before_its_gpus() -> None:
         got = schedule(simulate(read_trace(text.splitlines(), "t.csv"), _capped(),
                                 Params(backfill=backfill, bf_interval_s=1, release_s=2)))
         assert got == {"a": (0, 100), "b": (100, 150)}
+
+
+def test_the_main_pass_after_an_end_waits_sched_delay_and_sees_every_end_before_it() -> None:
+    # QOS normal, 2 GPUs per user, no backfill. a and b (u, 1 GPU each) end at 100 and 102; c (u, 2 GPUs)
+    # and d (u, 1 GPU) wait for u's limit, c first. At once (delay 0): a's end lets d in at 100 (c is still
+    # over the limit: b runs), and c waits for d. With the lab's delay (3 s here), the pass at 103 sees
+    # both ends: c starts, d waits for it. (The lab, 22.05.8: two completions 52 ms apart, one main pass
+    # 0.2 s after the second, which started the 2-GPU job.)
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+
+    text = "job_id,user,gpu_num,submit_time,duration\na,u,1,0,100\nb,u,1,0,102\nc,u,2,1,50\nd,u,1,2,50\n"
+    trace = read_trace(text.splitlines(), "t.csv")
+
+    def starts(delay: int) -> dict[str, int | None]:
+        return {j.job_id: j.first_start for j in
+                simulate(trace, _capped(), Params(backfill=False, sched_delay_s=delay)).jobs}
+
+    assert starts(0) == {"a": 0, "b": 0, "c": 150, "d": 100}
+    assert starts(3) == {"a": 0, "b": 0, "c": 103, "d": 156}

@@ -124,5 +124,5 @@ def test_lab_timing_measures_tenths_from_whole_seconds() -> None:
     assert got == LabTiming(overhead=3, release=5)
     assert lab_timing(runs).release == 5 and lab_timing([]) == LabTiming(0, 0)
     p = in_ticks(Params(bf_interval_s=5, sched_interval_s=5, bf_resolution_s=60, clock0_s=7), got)
-    assert (p.bf_interval_s, p.sched_interval_s, p.bf_resolution_s, p.clock0_s, p.release_s) == (
-        5 * TICKS, 5 * TICKS, 60 * TICKS, 7 * TICKS, 5)
+    assert (p.bf_interval_s, p.sched_interval_s, p.bf_resolution_s, p.clock0_s, p.release_s, p.sched_delay_s) == (
+        5 * TICKS, 5 * TICKS, 60 * TICKS, 7 * TICKS, 0, 5)
