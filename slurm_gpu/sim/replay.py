@@ -261,8 +261,8 @@ def set_lab_scheduler(env: dict[str, str], say: Callable[[str], None]) -> None:
     slurm.conf (SLURM_CONF) when its SchedulerParameters line differs, and ``scontrol reconfigure``."""
     from slurm_gpu.adapters.fs import write_file
     from slurm_gpu.adapters.slurm import run_slurm
-    from slurm_gpu.slurm.scheduler_params import lab_scheduler_line
     from slurm_gpu.sim.validate import with_lab_scheduler
+    from slurm_gpu.slurm.scheduler_params import lab_scheduler_line
 
     conf = env.get("SLURM_CONF", "/etc/slurm/slurm.conf")
     try:
@@ -371,7 +371,8 @@ def class_table(sim: dict[str, Comparison], rvr: dict[str, Comparison] | None) -
         if rvr is not None:
             r = rvr.get(label)
             line += (f" | {'':>13} {f(r.tau_b if r else None, '.3f'):>6} "
-                     f"{f(r.median_abs_error_s if r else None, '.1f'):>7} {f(r.error_of_wait if r else None, '.3f'):>8}")
+                     f"{f(r.median_abs_error_s if r else None, '.1f'):>7} "
+                     f"{f(r.error_of_wait if r else None, '.3f'):>8}")
         lines.append(line)
     return "\n".join(lines) + "\n"
 

@@ -112,8 +112,8 @@ def test_replay_from_two_records_prints_real_against_real_per_class(tmp_path: Pa
 
 
 def test_lab_timing_measures_tenths_from_whole_seconds() -> None:
-    from slurm_gpu.sim.validate import TICKS, LabTiming, in_ticks, lab_timing
     from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.validate import TICKS, LabTiming, in_ticks, lab_timing
 
     # (submit, start, end, sleep, runs): a, b, c ran once and took 10 s + 1, 0, 0 s of whole-second
     # truncation: overhead 1/3 s = 3 ticks. b waited and started 1 s after a's end, c 0 s after b's:
