@@ -131,7 +131,7 @@ def test_lab_timing_measures_tenths_from_whole_seconds() -> None:
 # The recorded lab runs of the shaped traces (22.05.8, a private lab on the 2-CPU VM shared with other
 # work, 2026-12-02; docs/simulate.md "Traces of other shapes"): the simulator as it is now must meet
 # issue 26's goals on each, as a whole and per partition and QOS where the class has waits to order.
-RECORDS = [("debug-cap", "run1"), ("gang", "run1"), ("spot", "run1")]
+RECORDS = [("debug-cap", "run1"), ("gang", "run1"), ("spot", "run1"), ("array", "run1")]
 TAU_GOAL, ERROR_GOAL = 0.9, 0.15
 
 
