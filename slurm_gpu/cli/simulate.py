@@ -50,8 +50,12 @@ import click
 @click.option("--replay-in-lab", is_flag=True,
               help="Submit the compressed trace to the lab (SLURM_CONF) as sleep jobs, record the real starts "
                    "into OUT/lab-replay.csv and compare them with the simulation under the lab's parameters.")
-@click.option("--replay-from", type=click.Path(dir_okay=False), default=None,
-              help="Compare a recorded replay (a lab-replay.csv) with the simulation, without the lab.")
+@click.option("--replay-from", type=click.Path(dir_okay=False), multiple=True,
+              help="Compare a recorded replay (a lab-replay.csv) with the simulation, without the lab; given "
+                   "again, each further record is also compared with the first (real against real).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Replay: print the figures (all jobs, per partition and QOS) as JSON (also written to "
+                   "OUT/replay-summary.json).")
 @click.option("--compress", "factor", type=click.FloatRange(min=1), default=15.0, show_default=True,
               help="Replay: the time compression (submit and run times divided by it; limits in whole minutes).")
 @click.option("--lab-user", default="labuser", show_default=True, help="Replay: the user who submits.")
@@ -61,7 +65,7 @@ def simulate(policies: tuple[str, ...], trace: str | None, fmt: str | None, out_
              bf_window: str, bf_interval: str, bf_max_job_test: int, preempt_type: str, ckpt_interval: str,
              fairshare_weight: int, fairshare: str, shares: str, billing_weights: str, max_tres: bool,
              allocator: str, sweep: str | None, workload: str | None, n_jobs: int, seed: int,
-             replay_in_lab: bool, replay_from: str | None, factor: float, lab_user: str,
+             replay_in_lab: bool, replay_from: tuple[str, ...], as_json: bool, factor: float, lab_user: str,
              progress: bool | None) -> None:
     """Replay a job trace through one or more site policies and Slurm's scheduler model."""
     from slurm_gpu.errors import SlurmGpuError
@@ -78,10 +82,9 @@ def simulate(policies: tuple[str, ...], trace: str | None, fmt: str | None, out_
         try:
             if replay_in_lab:
                 text = replay.replay_in_lab(policies[0], trace, out_dir, factor, fmt, lab_user,
-                                            say=lambda m: click.echo(m, err=True))
+                                            say=lambda m: click.echo(m, err=True), as_json=as_json)
             else:
-                assert replay_from is not None
-                text = replay.replay_from(policies[0], trace, out_dir, factor, replay_from, fmt)
+                text = replay.replay_from(policies[0], trace, out_dir, factor, list(replay_from), fmt, as_json)
         except SlurmGpuError as exc:
             click.echo(f"slurm-gpu simulate: {str(exc).splitlines()[0]}", err=True)
             sys.exit(exc.exit_code)

@@ -17,6 +17,7 @@ from slurm_gpu.emit.slurm_conf import partition_line
 from slurm_gpu.lab.spec import LabHooks, LabSpec
 from slurm_gpu.slurm.release import PREEMPT_SIGNAL_LINE
 from slurm_gpu.slurm.release import SUPPORTED as SUPPORTED_RELEASES
+from slurm_gpu.slurm.scheduler_params import lab_scheduler_line
 
 # (first version with the behaviour, key) -> value; looked up by version_value()
 VERSION_TABLE: dict[str, tuple[tuple[tuple[int, int], str], ...]] = {
@@ -184,7 +185,7 @@ def slurm_conf(spec: LabSpec, rt: LabRuntime) -> str:
         "SlurmdParameters=config_overrides",
         "ReturnToService=2",
         "SchedulerType=sched/backfill",
-        "SchedulerParameters=sched_interval=5,bf_interval=5",
+        lab_scheduler_line(),  # the one table (slurm/scheduler_params.py) the simulator reads back
         version_value("preempt_signal_line", rt.version),
         "PreemptType=preempt/partition_prio",
         "PreemptMode=REQUEUE",

@@ -277,7 +277,9 @@ def backfill_pass(now: int, pending: Iterable[SimJob], cluster: Cluster, running
             if not open_nodes:
                 break
             stale = False
-        if job.state != "PENDING" or (under_limit is not None and not under_limit(job)):
+        if job.state != "PENDING":
+            continue
+        if under_limit is not None and not under_limit(job):
             continue
         group = cluster.group(job.partition, job.gpu_type)
         length = job.limit if job.limit is not None else NO_LIMIT_S

@@ -26,7 +26,13 @@ from slurm_gpu.sim.routing import Route, Router
 from slurm_gpu.sim.scheduler import main_pass
 from slurm_gpu.sim.traces import Trace, TraceJob
 
-END, PREEMPT_END, SUBMIT, BACKFILL = 0, 1, 2, 3
+# LIMIT_FREE: a run's end frees its GPUs from its QOS's per-user count at once (Slurm's job completion,
+# acct_policy_job_fini); the nodes follow release_s later (END: COMPLETING, the epilog)
+# MAIN: the main pass that an end triggers, sched_delay_s after it (Slurm queues the pass; ends within the
+# delay are seen together)
+# FULL: with sched_delay_s, the periodic full-queue pass at each multiple of sched_interval is its own event
+# (slurmctld's background thread); without, it runs at the first event at or after each multiple
+LIMIT_FREE, END, PREEMPT_END, SUBMIT, BACKFILL, MAIN, FULL = -1, 0, 1, 2, 3, 4, 5
 
 
 Progress = Callable[[int, int, int, int], None]
@@ -101,6 +107,9 @@ class Engine:
         g = float(self.cluster.gpus)
         self.capacity = (g, g * per_gpu if isinstance(per_gpu, int) else 0.0, g * mem / 1024)
         self.samples: list[tuple[int, int, tuple[int, ...]]] = []
+        self.in_backfill = False  # a backfill pass is running (SimJob.started_by)
+        self.main_due: int | None = None  # the queued main pass after an end (sched_delay_s)
+        self.full_due: int | None = None  # the queued full-queue pass (sched_delay_s > 0)
 
     def under_limit(self, job: SimJob) -> bool:
         """Whether starting ``job`` keeps its user within its QOS's GPUs per user (Slurm leaves a job over
@@ -121,14 +130,18 @@ class Engine:
         job.ran_type = self.cluster.gpu_types[chosen[0]] if chosen else job.gpu_type
         if job.first_start is None:
             job.first_start = now
+            job.started_by = "backfill" if self.in_backfill else "main"
             self.started += 1
         job.state = "RUNNING"
         job.run += 1
+        length = job.work if job.limit is None else min(job.work, job.limit)
+        job.end = now + length
         if job.qos in self.user_max:
             key = (job.qos, job.user)
             self.user_gpus[key] = self.user_gpus.get(key, 0.0) + job.gpus
-        length = job.work if job.limit is None else min(job.work, job.limit)
-        job.end = now + length
+            job.holds_limit = True
+            if self.params.release_s > 0:
+                self.push(job.end, LIMIT_FREE, job.idx, job.run)
         self.running[job.idx] = job
         if self.pending is not None:
             self.pending.remove(job)
@@ -156,8 +169,7 @@ class Engine:
         self.cluster.release(job.alloc)
         job.alloc = ()
         del self.running[job.idx]
-        if job.qos in self.user_max:
-            self.user_gpus[(job.qos, job.user)] -= job.gpus
+        self.free_limit(job)
         self.victims.pop(job.idx, None)
         if self.params.allocator == "drf":
             u = self.in_use[job.account or ""]
@@ -173,8 +185,23 @@ class Engine:
         if by is not None:
             by.waiting -= 1
         self.finish = max(self.finish, ended)
-        self.changed = self.dirty = True
+        self.changed = True
+        if self.params.sched_delay_s > 0:
+            if self.main_due is None:  # one queued pass sees every end before it
+                self.main_due = self.now + self.params.sched_delay_s
+                self.push(self.main_due, MAIN)
+        else:
+            self.dirty = True
         return ran
+
+    def free_limit(self, job: SimJob) -> None:
+        """The run no longer counts against its QOS's GPUs per user."""
+        if job.holds_limit:
+            job.holds_limit = False
+            self.user_gpus[(job.qos, job.user)] -= job.gpus
+            self.changed = True
+            if self.params.sched_delay_s <= 0:
+                self.dirty = True
 
     def on_end(self, job: SimJob) -> None:
         ran = self._stop(job)
@@ -222,22 +249,33 @@ class Engine:
         limit = self.under_limit if self.user_max else None
         begin = min((j.submit for j in self.jobs), default=0)
         next_calc = next_full = begin
+        timed_full = p.sched_delay_s > 0 and p.sched_interval_s > 0
         heap = self.heap
         loops = 0
         while heap:
             self.now = now = heap[0][0]
-            backfill_now = False
+            backfill_now = full_now = False
             while heap and heap[0][0] == now:
                 _, kind, _, idx, run = heapq.heappop(heap)
                 if kind == BACKFILL:
                     backfill_now = True
+                    continue
+                if kind == MAIN:
+                    self.main_due = None
+                    self.dirty = True
+                    continue
+                if kind == FULL:
+                    full_now, self.full_due = True, None
                     continue
                 job = self.jobs[idx]
                 if kind == SUBMIT:
                     pending.add(job, now)
                     self.changed = self.dirty = True
                 elif job.run == run and job.state in ("RUNNING", "PREEMPTING"):
-                    if kind == END:
+                    if kind == LIMIT_FREE:
+                        if job.state == "RUNNING":  # a preempted run frees its count when it stops
+                            self.free_limit(job)
+                    elif kind == END:
                         self.on_end(job)
                     elif job.state == "PREEMPTING":
                         self.on_preempt_end(job)
@@ -249,9 +287,15 @@ class Engine:
                 next_calc = now - (now - begin) % p.calc_period_s + p.calc_period_s
             if pending:
                 order = pending.view(self.in_use, self.capacity, weights)
-                full = p.sched_interval_s > 0 and now >= next_full
-                if full:
-                    next_full = now - (now - begin) % p.sched_interval_s + p.sched_interval_s
+                if timed_full:
+                    full = full_now
+                    if self.full_due is None:
+                        self.full_due = now - (now - begin) % p.sched_interval_s + p.sched_interval_s
+                        self.push(self.full_due, FULL)
+                else:
+                    full = p.sched_interval_s > 0 and now >= next_full
+                    if full:
+                        next_full = now - (now - begin) % p.sched_interval_s + p.sched_interval_s
                 self.passes += 1
                 if self.dirty or full:
                     self.dirty = False
@@ -262,8 +306,10 @@ class Engine:
                 if pending and self.changed:
                     self.changed = False
                     self.passes += 1
+                    self.in_backfill = True
                     backfill_pass(now, order, self.cluster, list(self.running.values()), p, self.start, limit,
                                   pending.smallest())
+                    self.in_backfill = False
             if p.backfill and pending and self.changed and self.bf_due is None:
                 self.bf_due = now + (-(now - begin)) % p.bf_interval_s
                 if self.bf_due == now and backfill_now:

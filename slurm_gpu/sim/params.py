@@ -44,6 +44,9 @@ class Params(NamedTuple):
     preempt_type: PreemptType = "partition_prio"  # PreemptType (what `slurm-gpu admin emit` writes)
     ckpt_interval_s: int = 0  # the jobs' checkpoint interval; 0: none (a preempted run loses all its work)
     release_s: int = 0  # a run's GPUs are free this long after it ends (COMPLETING, epilog, the next pass)
+    # the main pass an end triggers runs this long after it (slurmctld queues it; ends in between are seen
+    # together); 0: at the end itself. The lab comparison measures it (validate.lab_timing)
+    sched_delay_s: int = 0
     fairshare: FairShareScheme = "classic"  # PriorityFlags=NO_FAIR_TREE (classic) or FAIR_TREE (Slurm's default)
     shares: tuple[tuple[str, float], ...] = ()  # sacctmgr Fairshare= per account path ("phys/theory"); else 1
     billing_weights: tuple[tuple[str, float], ...] = (("gres/gpu", 1.0),)  # TRESBillingWeights (cpu, mem GB, gres/gpu)
@@ -59,7 +62,7 @@ class SimJob:
                  "preemptible", "preempts", "preempt_mode", "grace_s", "max_requeues",
                  "prio", "prio_at", "start", "first_start", "end", "alloc", "state", "preempted", "requeues", "run",
                  "waiting", "victims", "gpu_s", "lost_gpu_s", "cpus", "mem_gb",
-                 "ran_type")
+                 "ran_type", "started_by", "holds_limit")
 
     def __init__(self, idx: int, job_id: str, submit: int, work: int, limit: int | None) -> None:
         self.idx, self.job_id, self.submit, self.work, self.limit = idx, job_id, submit, work, limit
@@ -98,6 +101,8 @@ class SimJob:
         self.cpus = 0  # CPUs it holds (the trace's, else the policy's cpus_per_gpu x GPUs; 0: not known)
         self.mem_gb = 0.0  # memory it holds (the policy's mem_per_gpu x GPUs; 0: not known)
         self.ran_type: str | None = None  # the GPU type of the nodes it last ran on (for its price)
+        self.holds_limit = False  # its GPUs count against its QOS's GPUs per user (until its run ends)
+        self.started_by = ""  # which pass started its first run: "main" or "backfill" (for the comparison)
 
     @property
     def planned_end(self) -> int:

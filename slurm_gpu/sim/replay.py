@@ -16,6 +16,7 @@ one sacct reader, :func:`slurm_gpu.sim.traces.read_sacct`.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -190,6 +191,8 @@ def read_record(path: str) -> tuple[list[RealJob], Params | None]:
         if line.startswith("# params: "):
             try:
                 given = json.loads(line.removeprefix("# params: "))
+                # a field of another version of the model (none is a lab's slurm.conf value) is left out
+                given = {k: v for k, v in given.items() if k in Params._fields}
                 params = Params(**given)
             except (ValueError, TypeError) as exc:
                 raise SlurmGpuError(f"{path}: bad params line: {exc}") from None
@@ -216,14 +219,28 @@ def compare_with(jobs: list[Replayed], real: list[RealJob], policy_path: str,
     from slurm_gpu.policy.load import load_policy
     from slurm_gpu.sim.engine import simulate
     from slurm_gpu.sim.traces import Trace
-    from slurm_gpu.sim.validate import FixedRoutes, compare
+    from slurm_gpu.sim.validate import TICKS, FixedRoutes, compare, in_ticks, lab_timing
 
     by_trace = {r.trace_job_id: r for r in real}
-    replayed = [r._replace(job=r.job._replace(submit=by_trace[r.job.job_id].submit))
+    sleeps = {r.job.job_id: r.job.duration for r in jobs}
+    timing = lab_timing([(r.submit, r.start, r.end, sleeps.get(r.trace_job_id, 0), r.runs) for r in real])
+    t = TICKS  # in tenths of a second: the lab's per-run overhead and release are fractions of a second
+
+    def ticks(v: int | None) -> int | None:
+        return None if v is None else v * t
+
+    replayed = [r._replace(job=r.job._replace(submit=by_trace[r.job.job_id].submit * t,
+                                              duration=r.job.duration * t + timing.overhead,
+                                              time_limit_s=ticks(r.job.time_limit_s)),
+                           route=r.route._replace(time_limit_s=ticks(r.route.time_limit_s)))
                 for r in jobs if r.job.job_id in by_trace]
-    result = simulate(Trace(tuple(r.job for r in replayed), "epoch"), load_policy(policy_path), params,
+    policy = load_policy(policy_path)
+    policy = dataclasses.replace(policy, partitions=tuple(dataclasses.replace(p, grace_time_s=p.grace_time_s * t)
+                                                          for p in policy.partitions))
+    result = simulate(Trace(tuple(r.job for r in replayed), "epoch"), policy, in_ticks(params, timing),
                       FixedRoutes(replayed))
-    sim = {j.job_id: j.first_start for j in result.jobs}
+    # sacct's whole seconds are truncated: so are the simulated starts
+    sim = {j.job_id: None if j.first_start is None else j.first_start // t for j in result.jobs}
     cmp = compare({k: (v.submit, v.start) for k, v in by_trace.items() if v.start is not None}, sim)
     rows = [(k, by_trace[k].submit, by_trace[k].start, sim.get(k), by_trace[k].partition) for k in sorted(by_trace)]
     return cmp, rows
@@ -239,6 +256,39 @@ def report(cmp: Comparison) -> str:
             + f"{f(cmp.mean_wait_s, '.1f')} s; error / mean wait: {f(cmp.error_of_wait, '.3f')}\n")
 
 
+def set_lab_scheduler(env: dict[str, str], say: Callable[[str], None]) -> None:
+    """Write the one table of scheduler parameters (``params.LAB_SCHEDULER_PARAMETERS``) into the lab's
+    slurm.conf (SLURM_CONF) when its SchedulerParameters line differs, and ``scontrol reconfigure``."""
+    from slurm_gpu.adapters.fs import write_file
+    from slurm_gpu.adapters.slurm import run_slurm
+    from slurm_gpu.sim.validate import with_lab_scheduler
+    from slurm_gpu.slurm.scheduler_params import lab_scheduler_line
+
+    conf = env.get("SLURM_CONF", "/etc/slurm/slurm.conf")
+    try:
+        text = Path(conf).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read slurm.conf {conf!r}: {exc}") from None
+    new = with_lab_scheduler(text)
+    if new is None:
+        return
+    try:
+        write_file(conf, new.encode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"cannot write slurm.conf {conf!r}: {exc}") from None
+    run_slurm(["scontrol", "reconfigure"], env=env, timeout_s=60, check=True)
+    want = lab_scheduler_line().partition("=")[2]
+    for _ in range(30):
+        shown = run_slurm(["scontrol", "show", "config"], env=env, timeout_s=30).stdout
+        if any(line.split("=", 1)[-1].strip() == want for line in shown.splitlines()
+               if line.strip().startswith("SchedulerParameters")):
+            break
+        time.sleep(1)
+    else:
+        raise SlurmGpuError(f"the lab did not take {lab_scheduler_line()} after scontrol reconfigure")
+    say(f"wrote {lab_scheduler_line()} into {conf} and reconfigured the lab")
+
+
 def lab_params(env: dict[str, str]) -> Params:
     """The simulator's parameters from the lab's slurm.conf (SLURM_CONF)."""
     from slurm_gpu.sim.validate import params_from_conf
@@ -252,11 +302,12 @@ def lab_params(env: dict[str, str]) -> Params:
 
 def replay_in_lab(policy_path: str, trace_path: str, out_dir: str, factor: float, fmt: str | None = None,
                   user: str = "labuser", timeout_s: float = 1800, say: Callable[[str], None] = print,
-                  env: dict[str, str] | None = None) -> str:
+                  env: dict[str, str] | None = None, as_json: bool = False) -> str:
     from slurm_gpu.adapters.slurm import run_slurm
 
     jobs = routed(policy_path, trace_path, factor, fmt)
     env = dict(os.environ if env is None else env)
+    set_lab_scheduler(env, say)
     params = lab_params(env)
     version = run_slurm(["sinfo", "-V"], env=env, timeout_s=15, check=True).stdout.split()[-1]
     began = time.time()
@@ -275,30 +326,93 @@ def replay_in_lab(policy_path: str, trace_path: str, out_dir: str, factor: float
               "the simulator's parameters (below): the lab's slurm.conf's; release_s measured in this run",
               f"params: {json.dumps(params._asdict())}"]
     record = record_text(real, header)
-    return _finish(jobs, real, policy_path, out_dir, record, f"real run: {took:.0f} s, Slurm {version}\n", params)
+    return _finish(jobs, real, policy_path, out_dir, record, f"real run: {took:.0f} s, Slurm {version}\n", params,
+                   as_json=as_json)
 
 
-def replay_from(policy_path: str, trace_path: str, out_dir: str, factor: float, record_path: str,
-                fmt: str | None = None) -> str:
+def replay_from(policy_path: str, trace_path: str, out_dir: str, factor: float, record_paths: str | list[str],
+                fmt: str | None = None, as_json: bool = False) -> str:
+    """The comparison with the first record; with more records, each further record against the first
+    one too (real against real), per class."""
     jobs = routed(policy_path, trace_path, factor, fmt)
-    real, params = read_record(record_path)
-    if params is None:
-        raise SlurmGpuError(f"{record_path}: no '# params: ' line (the lab's scheduler parameters)")
-    return _finish(jobs, real, policy_path, out_dir, None, "", params)
+    paths = [record_paths] if isinstance(record_paths, str) else list(record_paths)
+    records = []
+    for path in paths:
+        real, params = read_record(path)
+        if params is None:
+            raise SlurmGpuError(f"{path}: no '# params: ' line (the lab's scheduler parameters)")
+        records.append((real, params))
+    (real, params), others = records[0], [r for r, _p in records[1:]]
+    return _finish(jobs, real, policy_path, out_dir, None, "", params, others, as_json)
+
+
+def classes_of(jobs: list[Replayed]) -> dict[str, tuple[str, ...]]:
+    """Trace job id -> its class labels for the per-class figures: its partition and its QOS."""
+    return {r.job.job_id: (f"partition={r.route.partition}", f"qos={r.route.qos or '-'}") for r in jobs}
+
+
+def _figures(cmp: Comparison) -> dict[str, Any]:
+    return {"jobs": cmp.jobs, "tau_b": cmp.tau_b, "median_abs_error_s": cmp.median_abs_error_s,
+            "mean_wait_s": cmp.mean_wait_s, "error_of_wait": cmp.error_of_wait}
+
+
+def class_table(sim: dict[str, Comparison], rvr: dict[str, Comparison] | None) -> str:
+    """The per-class figures as a text table (simulated vs real, and real vs real where given)."""
+    def f(v: float | None, spec: str) -> str:
+        return "-" if v is None else format(v, spec)
+
+    head = f"{'class':<22} {'jobs':>4} {'tau-b':>6} {'err s':>7} {'wait s':>7} {'err/wait':>8}"
+    if rvr is not None:
+        head += f" | real-vs-real: {'tau-b':>6} {'err s':>7} {'err/wait':>8}"
+    lines = ["per class (simulated against real):", head]
+    for label, c in sim.items():
+        line = (f"{label:<22} {c.jobs:>4} {f(c.tau_b, '.3f'):>6} {f(c.median_abs_error_s, '.1f'):>7} "
+                f"{f(c.mean_wait_s, '.1f'):>7} {f(c.error_of_wait, '.3f'):>8}")
+        if rvr is not None:
+            r = rvr.get(label)
+            line += (f" | {'':>13} {f(r.tau_b if r else None, '.3f'):>6} "
+                     f"{f(r.median_abs_error_s if r else None, '.1f'):>7} "
+                     f"{f(r.error_of_wait if r else None, '.3f'):>8}")
+        lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 def _finish(jobs: list[Replayed], real: list[RealJob], policy_path: str, out_dir: str, record: str | None,
-            head: str, params: Params) -> str:
+            head: str, params: Params, others: list[list[RealJob]] | None = None, as_json: bool = False) -> str:
     from slurm_gpu.sim.run_files import write_files
+    from slurm_gpu.sim.validate import compare_classes
 
     if record is not None:  # first: the real run is not lost if the comparison fails
         write_files(Path(out_dir), {"lab-replay.csv": record})
     cmp, rows = compare_with(jobs, real, policy_path, params)
+    classes = classes_of(jobs)
+    truth = {r.trace_job_id: (r.submit, r.start) for r in real if r.start is not None}
+    sim_starts = {k: s for k, _sub, _real, s, _part in rows}
+    by_class = compare_classes(truth, sim_starts, classes)
+    rvr: dict[str, Comparison] | None = None
+    if others:
+        second = {r.trace_job_id: r.start for r in others[0]}
+        rvr = compare_classes(truth, second, classes)
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(("trace_job_id", "submit", "real_start", "sim_start", "partition"))
     for row in rows:
         w.writerow(csv_row("" if v is None else v for v in row))
-    files = {"replay-compare.csv": out.getvalue(), "replay-summary.txt": head + report(cmp)}
+    from slurm_gpu.sim.validate import TICKS, lab_timing
+
+    sleeps = {r.job.job_id: r.job.duration for r in jobs}
+    timing = lab_timing([(r.submit, r.start, r.end, sleeps.get(r.trace_job_id, 0), r.runs) for r in real])
+    text = (head + report(cmp)
+            + f"lab timing (measured from the record; simulated in 1/{TICKS} s): a run lasts its sleep + "
+            + f"{timing.overhead / TICKS:.1f} s; the main pass after an end runs {timing.release / TICKS:.1f} s later\n"
+            + class_table(by_class, rvr))
+    doc: dict[str, Any] = {"simulated_vs_real": {k: _figures(v) for k, v in by_class.items()},
+                           "lab_timing_s": {"run_overhead": timing.overhead / TICKS,
+                                            "sched_delay": timing.release / TICKS},
+                           "missing": list(cmp.missing), "params": params._asdict()}
+    if rvr is not None:
+        doc["real_vs_real"] = {k: _figures(v) for k, v in rvr.items()}
+    as_text = json.dumps(doc, indent=1, sort_keys=True) + "\n"
+    files = {"replay-compare.csv": out.getvalue(), "replay-summary.txt": text, "replay-summary.json": as_text}
     write_files(Path(out_dir), files)
-    return head + report(cmp)
+    return as_text if as_json else text

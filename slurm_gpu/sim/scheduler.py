@@ -59,7 +59,10 @@ def main_pass(pending: Iterable[SimJob], cluster: Cluster, params: Params, runni
               under_limit: Callable[[SimJob], bool] | None = None,
               parts: set[str] | None = None, depth: int | None = None) -> int:
     """One pass of the main scheduler over ``pending`` (in order); returns the number of jobs started.
-    A job over a per-user limit (``under_limit`` false) is passed over without blocking anything.
+    A job over a per-user limit (``under_limit`` false) is passed over without blocking anything, also
+    when its nodes are busy (seen in the lab's slurmctld log, 22.05.8: a 2-GPU debug job over the debug
+    QOS's limit, its node with 1 GPU free, did not keep the main scheduler from starting the 1-GPU debug
+    job after it in the same partition).
     ``parts``: the partitions of the pending jobs (default: read from ``pending``). ``depth``
     (default_queue_depth): the pass stops after testing that many jobs and one more, as Slurm's loop
     does (``job_depth++ > def_job_limit``: every job taken from the queue counts, blocked ones too);

@@ -57,6 +57,95 @@ def lab_trace(seed: int = 14, jobs: int = 200) -> str:
     return "\n".join(rows) + "\n"
 
 
+SHAPES = ("debug-cap", "gang", "spot", "array")
+
+
+def shaped_trace(shape: str, seed: int = 26) -> str:
+    """A lab validation trace of one shape (issue 26), as CSV text in uncompressed seconds, meant for
+    ``compress(.., 15)`` on the lab policy (examples/policies/university.yaml: 2 x 8 h100 + 4 a100, one
+    user). Each replays in about 6 minutes at 15x. Arrivals are gaps of 15 s x ``round(expovariate(1/m))``;
+    run times are multiples of 15 s, uniform in the ranges below.
+
+    - ``debug-cap``: many small jobs under the debug QOS's 2 GPUs per user: 40 debug jobs (1 GPU, or 2
+      with p 1/3; 2-5 min; limit 15m; a100 with p 1/2) among 40 production jobs (1/2/4/8 GPUs, weights
+      50/25/15/10; 3-8 min; limit 45m); m = 3 (80 jobs in ~60 min).
+    - ``gang``: a few large jobs: 12 gangs of 16 GPUs on both h100 nodes (account hpc-priority, QOS
+      high; 4-8 min), 10 of 8 GPUs (production; 4-8 min), 14 small fillers (1/2 GPUs on a100; 2-6 min);
+      all limits 45m; m = 6 (36 jobs in ~55 min).
+    - ``spot``: a preemption-heavy mix: 50 % spot (1/2/4/8 GPUs; 5-12 min; limit 45m), 30 % production
+      (1/2/4/8; 3-8 min), 20 % priority (8 GPUs, or 16 on two nodes with p 1/3; 3-6 min): batch's tier
+      preempts spot (partition_prio); m = 3, 60 jobs.
+    - ``array``: 8 arrays of 6-12 identical tasks submitted in the same second (1 GPU, or 2 with p 1/4;
+      one time limit per array, 15m (debug) or 45m (production); 2-6 min each), between 16 single
+      production jobs (1/2/4/8; 3-8 min); arrays every ~7 min. The replay submits each task as its own
+      job (``sbatch`` without ``--array``): the trace's rows are the tasks.
+    """
+    if shape not in SHAPES:
+        raise ValueError(f"shaped_trace: unknown shape {shape!r} (one of {', '.join(SHAPES)})")
+    rng = random.Random(f"{shape}-{seed}")
+    rows = [LAB_TRACE_COLUMNS]
+    t = 0
+    n = 0
+
+    def add(gpus: int, lo: int, hi: int, limit: str, account: str = "lab", partition: str = "",
+            gtype: str | None = None) -> None:
+        nonlocal n
+        n += 1
+        gtype = gtype or ("h100" if gpus >= 8 or rng.random() >= 0.3 else "a100")
+        duration = rng.randrange(lo * 60, hi * 60 + 1, 15)
+        nodes = 2 if gpus == 16 else 1
+        rows.append(f"{shape[0]}{n},labuser,{account},{gpus},{nodes},{gtype},{partition},COMPLETED,{t},"
+                    f"{duration},{limit}")
+
+    def production() -> None:
+        add(rng.choices((1, 2, 4, 8), (50, 25, 15, 10))[0], 3, 8, "45")
+
+    if shape == "debug-cap":
+        kinds = ["debug"] * 40 + ["prod"] * 40
+        rng.shuffle(kinds)
+        for kind in kinds:
+            t += 15 * round(rng.expovariate(1 / 3))
+            if kind == "debug":
+                add(2 if rng.random() < 1 / 3 else 1, 2, 5, "15", gtype=rng.choice(("a100", "h100")))
+            else:
+                production()
+    elif shape == "gang":
+        kinds = ["gang"] * 12 + ["eight"] * 10 + ["small"] * 14
+        rng.shuffle(kinds)
+        for kind in kinds:
+            t += 15 * round(rng.expovariate(1 / 6))
+            if kind == "gang":
+                add(16, 4, 8, "45", account="hpc-priority")
+            elif kind == "eight":
+                add(8, 4, 8, "45")
+            else:
+                add(rng.choice((1, 2)), 2, 6, "45", gtype="a100")
+    elif shape == "spot":
+        for _ in range(60):
+            t += 15 * round(rng.expovariate(1 / 3))
+            u = rng.random()
+            if u < 0.5:
+                add(rng.choice((1, 2, 4, 8)), 5, 12, "45", partition="spot")
+            elif u < 0.8:
+                production()
+            else:
+                add(16 if rng.random() < 1 / 3 else 8, 3, 6, "45", account="hpc-priority")
+    else:
+        kinds = ["array"] * 8 + ["prod"] * 16
+        rng.shuffle(kinds)
+        for kind in kinds:
+            if kind == "array":
+                t += 15 * round(rng.expovariate(1 / 14))
+                gpus, limit = (2 if rng.random() < 0.25 else 1), rng.choice(("15", "45"))
+                gtype = rng.choice(("a100", "h100"))
+                for _ in range(rng.randint(6, 12)):
+                    add(gpus, 2, 6, limit, gtype=gtype)
+            else:
+                t += 15 * round(rng.expovariate(1 / 6))
+                production()
+    return "\n".join(rows) + "\n"
+
+
 class Replayed(NamedTuple):
     """One job of a compressed trace: the job as simulated and submitted, and its route."""
 
@@ -223,3 +312,76 @@ def compare(real: Mapping[str, tuple[int, int]], simulated: Mapping[str, int | N
     mean_wait = sum(waits) / len(waits) if waits else None
     ratio = mae / mean_wait if mae is not None and mean_wait else None
     return Comparison(len(ids), kendall_tau_b(ss, rs), mae, mean_wait, ratio, missing)
+
+
+def compare_classes(real: Mapping[str, tuple[int, int]], simulated: Mapping[str, int | None],
+                    classes: Mapping[str, Sequence[str]]) -> dict[str, Comparison]:
+    """:func:`compare` for all jobs (``"all"``) and for each class label of ``classes`` (job id -> its
+    labels, e.g. ``("partition=batch", "qos=normal")``): each class's tau-b is its own jobs' start order,
+    its error ratio over its own mean wait. Labels in sorted order after ``"all"``."""
+    out = {"all": compare(real, simulated)}
+    labels = sorted({c for cs in classes.values() for c in cs})
+    for label in labels:
+        ids = {k for k, cs in classes.items() if label in cs}
+        out[label] = compare({k: v for k, v in real.items() if k in ids},
+                             {k: v for k, v in simulated.items() if k in ids})
+    return out
+
+
+def with_lab_scheduler(conf: str) -> str | None:
+    """``conf`` (a slurm.conf's text) with its SchedulerParameters line replaced by (or, when it has none,
+    followed by) the line of :data:`slurm_gpu.sim.params.LAB_SCHEDULER_PARAMETERS`; None when it already
+    has that line."""
+    from slurm_gpu.slurm.scheduler_params import lab_scheduler_line
+
+    want = lab_scheduler_line()
+    lines = conf.splitlines()
+    at = [i for i, line in enumerate(lines) if line.strip().lower().startswith("schedulerparameters=")]
+    if [lines[i].strip() for i in at] == [want]:
+        return None
+    kept = [line for i, line in enumerate(lines) if i not in at]
+    kept.insert(at[0] if at else len(kept), want)
+    return "\n".join(kept) + "\n"
+
+
+TICKS = 10  # the lab comparison simulates in tenths of a second (lab_timing, in_ticks)
+
+
+class LabTiming(NamedTuple):
+    """What a lab adds to each run, in ticks (1/``TICKS`` s), measured from a real run's whole seconds."""
+
+    overhead: int  # a run lasts its sleep plus this (slurmd's launch, the step's start and end)
+    release: int  # the next job starts this long after an end (the completion, the triggered main pass)
+
+
+def lab_timing(runs: Sequence[tuple[int, int | None, int | None, int, int]]) -> LabTiming:
+    """From (submit, start, end, sleep seconds, runs) per real job (sacct's whole seconds, truncated):
+    ``overhead`` = the mean of end - start - sleep over the jobs that ran once; ``release`` = the mean of
+    start - the latest end at or before it over the jobs that waited and started within 2 s of an end.
+    Truncation to whole seconds makes each difference off by under a second either way, but its mean is
+    the true mean when the fractions of the second fall evenly, so tenths are measurable."""
+    over = [end - start - sleep for _sub, start, end, sleep, n in runs
+            if n == 1 and start is not None and end is not None]
+    ends = sorted(end for _s, _b, end, _d, _n in runs if end is not None)
+    gaps: list[int] = []
+    for submit, start, _end, _sleep, _n in runs:
+        if start is not None and start > submit:
+            before = [e for e in ends if e <= start]
+            if before and start - before[-1] <= 2:
+                gaps.append(start - before[-1])
+    def mean_ticks(values: list[int]) -> int:
+        return max(0, round(TICKS * sum(values) / len(values))) if values else 0
+
+    return LabTiming(mean_ticks(over), mean_ticks(gaps))
+
+
+def in_ticks(params: Params, timing: LabTiming) -> Params:
+    """``params`` with every time in ticks; a run's GPUs and limits are free at its end, and the main pass
+    it triggers runs the lab's measured release later (``sched_delay_s``)."""
+    t = TICKS
+    return params._replace(bf_window_s=params.bf_window_s * t, bf_interval_s=params.bf_interval_s * t,
+                           sched_interval_s=params.sched_interval_s * t, bf_resolution_s=params.bf_resolution_s * t,
+                           clock0_s=params.clock0_s * t, max_age_s=params.max_age_s * t,
+                           half_life_s=params.half_life_s * t, calc_period_s=params.calc_period_s * t,
+                           ckpt_interval_s=params.ckpt_interval_s * t, release_s=0,
+                           sched_delay_s=timing.release)

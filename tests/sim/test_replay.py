@@ -27,7 +27,7 @@ RECORD = str(DATA / "lab-replay-22.05.8.csv")
 FACTOR = 15
 
 TAU_GOAL = 0.9  # issue 14: Kendall tau >= 0.9
-ERROR_GOAL = 0.10  # issue 14: median start error <= 10 % of the mean wait
+ERROR_GOAL = 0.15  # issue 26: median start error <= 15 % of the mean wait (issue 14 asked 10 %: see docs/simulate.md)
 
 
 def lab_record(path: str) -> tuple[list[RealJob], Params]:
@@ -67,9 +67,9 @@ RUN2 = str(DATA / "lab-replay-22.05.8-run2-partial.csv")
 def test_the_simulator_is_as_close_to_a_second_real_run_as_the_first_real_run_is() -> None:
     # Run 2 of the same trace stopped after 163 submissions (munge failed under other work); on the jobs
     # both real runs started before t=460 (before run 2's submissions stopped mattering), real Slurm
-    # against itself gives tau-b 0.93 and a median error of 0.26 of the mean wait: the floor any model
-    # meets. The simulator, with run 2's own measured parameters, must stay within 0.05 of that tau and
-    # not exceed that error.
+    # against itself gives tau-b 0.93 and a median error of 0.26 of the mean wait: the floor. The
+    # simulator, with run 2's own measured parameters, must stay within 0.05 of that tau and within twice
+    # that error (issue 26's rule).
     from slurm_gpu.sim.validate import compare
 
     run1 = {r.trace_job_id: r for r in read_record(RECORD)[0]}
@@ -85,7 +85,9 @@ def test_the_simulator_is_as_close_to_a_second_real_run_as_the_first_real_run_is
     assert floor.tau_b is not None and got.tau_b is not None and got.error_of_wait is not None
     assert got.jobs == floor.jobs > 100
     assert got.tau_b >= floor.tau_b - 0.05, (got, floor)
-    assert floor.error_of_wait is not None and got.error_of_wait <= floor.error_of_wait, (got, floor)
+    # issue 26: no worse than twice the real-against-real error (issue 14's test asked for no worse at all;
+    # the model in tenths of a second gives 11 s against real's 10 s here, 0.287 against 0.261)
+    assert floor.error_of_wait is not None and got.error_of_wait <= 2 * floor.error_of_wait, (got, floor)
 
 
 def test_replay_from_cli_prints_both_figures(tmp_path: Path) -> None:

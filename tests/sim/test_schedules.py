@@ -295,3 +295,65 @@ def test_default_queue_depth_bounds_an_event_pass_and_sched_interval_tests_all()
     assert starts() == {"a": 0, "b1": 1000, "b2": 1000, "b3": 1050, "c": 2, "e": 70}
     assert starts(default_queue_depth=2) == {"a": 0, "b1": 1000, "b2": 1000, "b3": 1050, "c": 70, "e": 70}
     assert starts(default_queue_depth=2, sched_interval_s=0)["c"] == 1050
+
+
+def _capped(cap: int = 2):  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    from tests.sim.helpers import TINY
+
+    qos = tuple(dataclasses.replace(q, max_gpus_per_user=cap) if q.name == "normal" else q for q in TINY.qos)
+    return dataclasses.replace(TINY, qos=qos)
+
+
+def test_a_job_over_its_user_limit_blocks_no_one_even_when_its_nodes_are_busy() -> None:
+    # What the lab's slurmctld log shows (22.05.8, debug-cap run 1: JobId=7, 2 a100 GPUs over the debug
+    # QOS's 2 per user, a100n1 with 1 GPU free; the main scheduler started JobId=10 after it in the same
+    # partition). QOS normal, 4 GPUs per user, no backfill. n1: a (u, 2 GPUs, 0-200) and g (y, 2, 0-100);
+    # n2: f (x, 4). b (u, 3 GPUs) is over u's limit (5 > 4) and no node has 3 free: it is passed over, and
+    # c (v, 1 GPU) behind it starts at g's end; b starts when a's end frees both its limit and n1.
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+
+    text = ("job_id,user,gpu_num,submit_time,duration\na,u,2,0,200\nf,x,4,0,1000\ng,y,2,0,100\n"
+            "b,u,3,1,50\nc,v,1,2,30\n")
+    trace = read_trace(text.splitlines(), "t.csv")
+    got = {j.job_id: j.first_start for j in simulate(trace, _capped(4), Params(backfill=False)).jobs}
+    assert got == {"a": 0, "f": 0, "g": 0, "b": 200, "c": 100}
+
+
+def test_a_runs_end_frees_its_user_limit_before_its_gpus() -> None:
+    # release_s=2: a's GPUs are free 2 s after its end (COMPLETING), but its GPUs leave u's per-user count
+    # at the end itself (job completion): b (u, 2 GPUs, over the limit while a runs, nodes free) starts at
+    # a's end, 100, not 102
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+
+    text = "job_id,user,gpu_num,submit_time,duration\na,u,2,0,100\nb,u,2,1,50\n"
+    for backfill in (False, True):
+        got = schedule(simulate(read_trace(text.splitlines(), "t.csv"), _capped(),
+                                Params(backfill=backfill, bf_interval_s=1, release_s=2)))
+        assert got == {"a": (0, 100), "b": (100, 150)}
+
+
+def test_the_main_pass_after_an_end_waits_sched_delay_and_sees_every_end_before_it() -> None:
+    # QOS normal, 2 GPUs per user, no backfill. a and b (u, 1 GPU each) end at 100 and 102; c (u, 2 GPUs)
+    # and d (u, 1 GPU) wait for u's limit, c first. At once (delay 0): a's end lets d in at 100 (c is still
+    # over the limit: b runs), and c waits for d. With the lab's delay (3 s here), the pass at 103 sees
+    # both ends: c starts, d waits for it. (The lab, 22.05.8: two completions 52 ms apart, one main pass
+    # 0.2 s after the second, which started the 2-GPU job.)
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+
+    text = "job_id,user,gpu_num,submit_time,duration\na,u,1,0,100\nb,u,1,0,102\nc,u,2,1,50\nd,u,1,2,50\n"
+    trace = read_trace(text.splitlines(), "t.csv")
+
+    def starts(delay: int) -> dict[str, int | None]:
+        return {j.job_id: j.first_start for j in
+                simulate(trace, _capped(), Params(backfill=False, sched_delay_s=delay)).jobs}
+
+    assert starts(0) == {"a": 0, "b": 0, "c": 150, "d": 100}
+    assert starts(3) == {"a": 0, "b": 0, "c": 103, "d": 156}
