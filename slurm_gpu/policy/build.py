@@ -172,6 +172,10 @@ def _check_fabric(ctx: Context, policy_nodes: list[str]) -> None:
                                     "allowed a tree")
                 return
             seen.add(at)
+    plugin = fab.values.get("plugin_given")
+    if (plugin == "block" and not blocks) or (plugin == "tree" and not switches):
+        ctx.problems.append(f"{fab.where('plugin')}: fabric.plugin: found {plugin} without fabric."
+                            f"{'blocks' if plugin == 'block' else 'switches'}, allowed a plugin the fabric describes")
     sizes = fab.values.get("block_sizes") or ()
     if sizes and blocks:
         smallest = min(len(_names_of(e.values.get("nodes"))) or 1 for e in blocks)
@@ -333,7 +337,7 @@ def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], par
                                   hostlist=hl(x)[0]) for x in v.get("switches") or ()),
             blocks=tuple(Block(name=x.values["name"], nodes=hl(x)[1], hostlist=hl(x)[0])
                          for x in v.get("blocks") or ()),
-            block_sizes=tuple(v.get("block_sizes") or ()))
+            block_sizes=tuple(v.get("block_sizes") or ()), plugin_given=v.get("plugin_given"))
 
     name = ctx.top.get("name") or os.path.splitext(os.path.basename(source))[0]
     return Policy(

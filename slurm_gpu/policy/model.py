@@ -51,6 +51,7 @@ UntypedGpus = Literal["resolve", "reject"]
 OnInternalError = Literal["accept", "reject"]
 FractionMode = Literal["mig", "mps", "mig-then-mps", "reject"]
 MigMode = Literal["none", "static", "dynamic"]
+TopologyPluginName = Literal["tree", "block"]
 NAMES = ListOf(Name(), "names")
 
 
@@ -281,6 +282,14 @@ class Fabric(Record):
     block_sizes: tuple[int, ...] = field(default=(), metadata=yaml(
         "block_sizes", ListOf(Int(1), "node counts"),
         "topology/block BlockSizes (base block size first); empty: the smallest block's node count"))
+    plugin_given: TopologyPluginName | None = field(default=None, metadata=yaml(
+        "plugin", Enum(get_args(TopologyPluginName)),
+        "the topology plugin the cluster runs: tree (gpusub adds a class's switches) or block (its segment); "
+        "unset: tree when switches are named, else block"))
+
+    @property
+    def plugin(self) -> TopologyPluginName:
+        return self.plugin_given or ("tree" if self.switches else "block")
 
     def leaves(self) -> tuple[Switch, ...]:
         return tuple(s for s in self.switches if s.nodes)

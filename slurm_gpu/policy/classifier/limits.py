@@ -85,14 +85,16 @@ def _largest_unit(units: tuple[tuple[str, frozenset[str]], ...], nodes: tuple[st
 
 
 def locality(st: State, c: JobClass, part: Partition) -> None:
-    """The class's network locality for a multi-node job: ``--switches=COUNT@WAIT`` (one leaf switch) or
-    ``--segment=NODES`` (one block), added only where it cannot change the job's shape or make it
+    """The class's network locality for a multi-node job, by the plugin the fabric says the cluster runs:
+    ``--switches=COUNT@WAIT`` (topology/tree: one leaf switch) or ``--segment=NODES`` (topology/block: one
+    block), added only where it cannot change the job's shape or make it
     unschedulable: a fixed node count of 2 or more (-N N, no range), no -w, nothing of the user's own
     (--switches, --segment, --spread-job), and a leaf switch (block) of the partition that holds that many
     of its nodes; a job larger than any is never confined."""
-    if not (c.switches or c.segment):
+    fab = st.policy.fabric
+    if not ((c.switches and fab.plugin == "tree") or (c.segment and fab.plugin == "block")):
         return
-    r, fab = st.request, st.policy.fabric
+    r = st.request
     n = r.node_min
     why = ""
     if r.locality_given:
@@ -107,7 +109,7 @@ def locality(st: State, c: JobClass, part: Partition) -> None:
         st.reasons.append(f"locality: none ({why})")
         return
     members = tuple(n_ for n_ in st.policy.partition_nodes(part.name) if n_ not in r.exclude)
-    if c.segment:
+    if fab.plugin == "block":
         name, held = _largest_unit(tuple((b.name, frozenset(b.nodes)) for b in fab.blocks), members)
         if held >= n:
             st.add(f"--segment={n}")
@@ -116,6 +118,7 @@ def locality(st: State, c: JobClass, part: Partition) -> None:
             return
         st.reasons.append(f"locality: no --segment: {n} nodes exceed every block of partition {part.name} "
                           f"(largest: {held})")
+        return
     if c.switches:
         count, wait = parse_switches(c.switches)
         name, held = _largest_unit(tuple((s.name, frozenset(s.nodes)) for s in fab.leaves()), members)
