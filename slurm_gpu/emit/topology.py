@@ -30,8 +30,16 @@ def choose_plugin(fabric: Fabric, facts: TopologyFacts, plugin: str | None = Non
 
 
 def block_sizes(fabric: Fabric) -> tuple[int, ...]:
-    """The policy's block_sizes, else the smallest block's node count (every block then holds >= it)."""
-    return fabric.block_sizes or (min(len(b.nodes) for b in fabric.blocks),) if fabric.blocks else ()
+    """The policy's block_sizes, else the smallest block's node count (every block then holds >= it) and
+    its doublings up to all blocks together, so that a job larger than one block can still span several
+    (a size list of the base alone confines every job to one base block)."""
+    if fabric.block_sizes or not fabric.blocks:
+        return fabric.block_sizes
+    base = min(len(b.nodes) for b in fabric.blocks)
+    sizes, total = [base], base * len(fabric.blocks)
+    while sizes[-1] * 2 <= total:
+        sizes.append(sizes[-1] * 2)
+    return tuple(sizes)
 
 
 def _nodes(names: tuple[str, ...]) -> str:
