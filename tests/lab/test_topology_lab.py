@@ -85,6 +85,29 @@ def _gpusub(conf: str, policy_copy: str, *argv: str) -> int:
     return int(proc.stdout.strip().split(";")[0])
 
 
+def _plain_slurm(conf: str, argv: list[str]) -> int:
+    """sbatch to Slurm without the policy (the lab's job_submit.lua passes every job through meanwhile)."""
+    from slurm_gpu.lab import clients
+    from slurm_gpu.lab.jobsubmit import PASS_THROUGH, install_text
+
+    conf_dir = os.path.dirname(conf)
+    before = Path(conf_dir, "job_submit.lua").read_text()
+    install_text(PASS_THROUGH, conf_dir)
+    try:
+        return clients.sbatch(argv, conf, user="labuser", cwd=f"{LAB_DIR}/jobs")
+    finally:
+        install_text(before, conf_dir)
+
+
+def _switches(conf: str, job: int) -> str | None:
+    """The job's switch request as scontrol prints it (squeue's JSON has none on 22.05, openapi v0.0.38)."""
+    from slurm_gpu.lab import clients
+
+    text = clients.run(["scontrol", "show", "job", "-o", str(job)], conf, timeout_s=15, check=True).stdout
+    m = re.search(r" Switches=(\S+)", text)
+    return m.group(1) if m else None
+
+
 def _nodes(conf: str, job: int) -> tuple[str, ...]:
     from slurm_gpu.hostlist import expand_hostlist
     from slurm_gpu.lab import clients
@@ -141,8 +164,8 @@ def test_gpusub_keeps_a_two_node_job_local_and_plain_sbatch_does_not(
         jobs += [_occupy(conf, "a100n2", 300), _occupy(conf, "a100n4", 300)]
         for j in jobs:
             assert clients.wait_job(conf, j, {"RUNNING"}, timeout_s=60) == "RUNNING"
-        plain = clients.sbatch(["-N", "2", "--gres=gpu:a100:4", "-t", "5", "-o", "/dev/null", "--wrap", "sleep 60"],
-                               conf, user="labuser", cwd=f"{LAB_DIR}/jobs")
+        plain = _plain_slurm(conf, ["-N", "2", "--gres=gpu:a100:4", "-t", "5", "-o", "/dev/null", "--wrap",
+                                    "sleep 60"])
         jobs.append(plain)
         assert clients.wait_job(conf, plain, {"RUNNING"}, timeout_s=30) == "RUNNING"
         assert not _local(units, _nodes(conf, plain), plugin), _nodes(conf, plain)  # across switches/blocks
@@ -153,9 +176,7 @@ def test_gpusub_keeps_a_two_node_job_local_and_plain_sbatch_does_not(
                        "--wrap", "sleep 60")
         jobs.append(mine)
         if plugin == "tree":
-            # squeue's JSON has no switch request on 22.05 (openapi v0.0.38): scontrol's text of our own job
-            text = clients.run(["scontrol", "show", "job", "-o", str(mine)], conf, timeout_s=15, check=True).stdout
-            assert re.search(r" Switches=1@00:01:00( |$)", text), text
+            assert _switches(conf, mine) == "1@00:01:00"
             # the bound exceeded: Slurm starts it across switches after the bound, not before
             assert clients.wait_job(conf, mine, {"RUNNING"}, timeout_s=BOUND_S + 40) == "RUNNING"
             waited = time.monotonic() - submitted
@@ -173,6 +194,30 @@ def test_gpusub_keeps_a_two_node_job_local_and_plain_sbatch_does_not(
         jobs.append(local)
         assert clients.wait_job(conf, local, {"RUNNING"}, timeout_s=40) == "RUNNING"
         assert set(_nodes(conf, local)) == {"a100n3", "a100n4"}, _nodes(conf, local)
+    finally:
+        if jobs:
+            clients.run(["scancel", *map(str, jobs)], conf, timeout_s=20)
+
+
+@pytest.mark.slurm
+def test_the_lua_mirror_asks_plain_sbatch_for_one_switch(fabric_lab: tuple[str, tuple[int, int, int], str]) -> None:
+    """job_submit.lua sets req_switch/wait4switch as gpusub adds --switches: only for a fixed -N >= 2 that a
+    leaf switch holds, never over the job's own --switches, a range or -w."""
+    from slurm_gpu.lab import clients
+
+    conf, version, _ = fabric_lab
+    if _plugin(version) != "tree":
+        pytest.skip("--segment is not mirrored in job_submit.lua (docs/topology.md); the tree lab checks --switches")
+    cases = {"-N2": "1@00:01:00", "-N3": None, "-N1-2": None, "-wa100n[1,3]": None, "--switches=2": "2@00:05:00"}
+    jobs = []
+    try:
+        for shape, want in cases.items():
+            argv = ([shape] if shape.startswith("-w") or shape.startswith("-N") else ["-N2", shape])
+            j = clients.sbatch([*argv, "--hold", "--gres=gpu:a100:4", "-t", "5", "-o", "/dev/null", "--wrap", "true"],
+                               conf, user="labuser", cwd=f"{LAB_DIR}/jobs")
+            jobs.append(j)
+            got = _switches(conf, j)
+            assert got == want, (shape, got)
     finally:
         if jobs:
             clients.run(["scancel", *map(str, jobs)], conf, timeout_s=20)
