@@ -57,7 +57,6 @@ def emit(policy_file: str, what: str | None, device_dir: str, slurm_version: str
 
     def topology() -> str:
         from slurm_gpu.emit.topology import choose_plugin, slurm_conf_lines, topology_files
-
         from slurm_gpu.slurm.release import TOPOLOGY, since
 
         version = _release(slurm_version)

@@ -219,7 +219,6 @@ def topology_slurm_lines(spec: LabSpec, rt: LabRuntime) -> list[str]:
     if not _has_fabric(spec):
         return []
     from slurm_gpu.emit.topology import choose_plugin, slurm_conf_lines
-
     from slurm_gpu.slurm.release import TOPOLOGY, since
 
     facts = since(TOPOLOGY, rt.version)
@@ -231,7 +230,6 @@ def topology_files(spec: LabSpec, rt: LabRuntime) -> dict[str, str]:
     if not _has_fabric(spec):
         return {}
     from slurm_gpu.emit import topology
-
     from slurm_gpu.slurm.release import TOPOLOGY, since
 
     return topology.topology_files(spec.fabric, since(TOPOLOGY, rt.version), spec.topology_plugin or spec.fabric.plugin,

@@ -110,8 +110,8 @@ def _fabric_unique(ctx: Context, entries: tuple[Entry, ...], what: str) -> list[
 def _check_fabric(ctx: Context, policy_nodes: list[str]) -> None:
     """The fabric's cross checks: every switch or block node is one of the policy's nodes; a node sits under
     one leaf switch and in one block (in none: a warning, Slurm then never places it with the others); a
-    spine's switches exist, each switch has one parent, and the tree has no cycle; a switch has nodes or
-    switches, not both."""
+    spine's switches exist and the switches form no cycle (a leaf may sit below several spines, as in a fat
+    tree); a switch has nodes or switches, not both."""
     fab = ctx.maps.get("fabric")
     if fab is None:
         return
@@ -144,7 +144,7 @@ def _check_fabric(ctx: Context, policy_nodes: list[str]) -> None:
                                     f"fabric: nodes {compress_hostlist(missing)} are in no {what}; Slurm never "
                                     "places them in one job with other nodes")
     names = [e.values["name"] for e in switches]
-    parent: dict[str, str] = {}
+    children: dict[str, tuple[str, ...]] = {}
     for e in switches:
         kids = e.values.get("switches") or ()
         if kids and _names_of(e.values.get("nodes")):
@@ -153,25 +153,23 @@ def _check_fabric(ctx: Context, policy_nodes: list[str]) -> None:
         if not kids and not _names_of(e.values.get("nodes")):
             ctx.problems.append(f"{e.where()}: {e.path}: found neither nodes nor switches, allowed nodes (a leaf "
                                 "switch) or switches (a spine)")
-        for kid in kids:
-            if not _ref(ctx, e, "switches", kid, names, "switch"):
-                continue
-            if kid == e.values["name"] or kid in parent:
-                ctx.problems.append(f"{e.where('switches')}: {e.path}.switches: found switch {kid!r} "
-                                    f"{'below itself' if kid == e.values['name'] else 'already below ' + parent[kid]}"
-                                    ", allowed each switch below one parent")
-                continue
-            parent[kid] = e.values["name"]
-    for start in names:  # a cycle: walking up never ends at a root
-        seen, at = {start}, start
-        while at in parent:
-            at = parent[at]
-            if at in seen:
-                e = next(x for x in switches if x.values["name"] == start)
-                ctx.problems.append(f"{e.where('name')}: {e.path}: found a cycle of switches through {start!r}, "
-                                    "allowed a tree")
-                return
-            seen.add(at)
+        children[e.values["name"]] = tuple(k for k in kids if _ref(ctx, e, "switches", k, names, "switch"))
+    # a fat tree's leaf sits below every spine (several parents, as slurmibtopology writes it); no cycle
+    state: dict[str, int] = {}
+
+    def cyclic(at: str) -> bool:
+        state[at] = 1
+        for kid in children.get(at, ()):
+            if state.get(kid) == 1 or (kid not in state and cyclic(kid)):
+                return True
+        state[at] = 2
+        return False
+
+    for e in switches:
+        if e.values["name"] not in state and cyclic(e.values["name"]):
+            ctx.problems.append(f"{e.where('switches')}: {e.path}: found a cycle of switches through "
+                                f"{e.values['name']!r}, allowed a tree (each switch below its parents only)")
+            break
     plugin = fab.values.get("plugin_given")
     if (plugin == "block" and not blocks) or (plugin == "tree" and not switches):
         ctx.problems.append(f"{fab.where('plugin')}: fabric.plugin: found {plugin} without fabric."

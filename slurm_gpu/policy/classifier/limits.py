@@ -95,12 +95,12 @@ def locality(st: State, c: JobClass, part: Partition) -> None:
     if not ((c.switches and fab.plugin == "tree") or (c.segment and fab.plugin == "block")):
         return
     r = st.request
-    n = r.node_min
+    n = r.nodes or 0  # -N's minimum: the job's node count when no range is given
     why = ""
     if r.locality_given:
         why = "the job gives its own --switches/--segment/--spread-job"
-    elif not r.nodes or n < 2:
-        why = "not a multi-node job with -N" if not r.nodes or n < 2 else ""
+    elif n < 2:
+        why = "not a multi-node job with -N"
     elif r.nodes_max is not None and r.nodes_max != n:
         why = f"-N {n}-{r.nodes_max}: Slurm chooses the node count"
     elif r.nodelist:
