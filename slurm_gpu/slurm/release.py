@@ -239,8 +239,14 @@ GPUS_PER_TASK_TYPE_LIST_SINCE: Version = (25, 5, 0)
 # each `- topology: NAME` with `tree: {switches: [{switch, nodes|children}]}` or `block: {block_sizes, blocks:
 # [{block, nodes}]}`; topology.conf is ignored when it exists: topology.yaml.5, RELEASE_NOTES 25.05).
 # notes/field-notes-2026-12.md 1.7 and Q3. sbatch --switches=COUNT[@MAX-TIME] (tree) on every release; --segment
-# (block) from 24.05 (slurm_gpu/slurm/sbatch/table.py). Measured: see tests/emit/test_topology_lab.py (the real
-# slurmctld reads each file and `scontrol show topology` prints it back).
+# (block) from 24.05 (slurm_gpu/slurm/sbatch/table.py). Measured (tests/lab/test_topology_lab.py: the real
+# slurmctld reads each file and `scontrol show topology` prints it back): 22.05.8 topology/tree prints
+# "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=..." (a spine: all nodes below it and Switches=); the job's
+# request shows only in scontrol's text ("Switches=1@00:01:00"; squeue's JSON has no field); a job waits
+# at most its bound, then starts across switches (Reason=Resources meanwhile). 24.11.5 topology/block prints
+# "BlockName=nvl1 BlockIndex=0 Nodes=a100n[1-2] BlockSize=2" and "AggregatedBlock=nvl[1-2] BlockIndex=2
+# Nodes=a100n[1-4] BlockSize=4" lines; squeue --json=v0.0.42 has required_switches/maximum_switch_wait_time;
+# a 2-node job (<= the base block) with the free nodes spread over blocks pends (Resources), even plain.
 class TopologyFacts(NamedTuple):
     """What a release reads of the network topology: its plugins and its file."""
 

@@ -3,8 +3,9 @@
 
 22.05.8 (topology/tree, measured): ``SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=a100n[1-2]`` and for a
 spine ``SwitchName=spine Level=1 LinkSpeed=1 Nodes=a100n[1-4] Switches=leaf1,leaf2`` (a spine lists
-every node below it). topology/block prints ``BlockName=... Nodes=...`` lines (24.11; see
-slurm_gpu/slurm/release.py TOPOLOGY). Keys not known here are kept in ``fields``."""
+every node below it). topology/block (24.11.5, measured): ``BlockName=nvl1 BlockIndex=0 Nodes=a100n[1-2]
+BlockSize=2`` per base block and ``AggregatedBlock=nvl[1-2] BlockIndex=2 Nodes=a100n[1-4] BlockSize=4`` per
+aggregate (kind ``aggregate``). Keys not known here are kept in ``fields``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from slurm_gpu.plain import NamedTuple
 class TopologyUnit(NamedTuple):
     """One switch or block as slurmctld holds it."""
 
-    kind: str  # "switch" or "block"
+    kind: str  # "switch", "block" or "aggregate"
     name: str
     nodes: tuple[str, ...]
     switches: tuple[str, ...]
@@ -23,7 +24,7 @@ class TopologyUnit(NamedTuple):
     fields: tuple[tuple[str, str], ...]
 
 
-_KINDS = {"SwitchName": "switch", "BlockName": "block"}
+_KINDS = {"SwitchName": "switch", "BlockName": "block", "AggregatedBlock": "aggregate"}
 
 
 def parse_show_topology(text: str) -> tuple[TopologyUnit, ...]:
@@ -41,8 +42,11 @@ def parse_show_topology(text: str) -> tuple[TopologyUnit, ...]:
             names = ()
         level = words.get("Level", "")
         kids = words.get("Switches", "")
-        out.append(TopologyUnit(_KINDS[key], words[key], names,
-                                tuple(expand_hostlist(kids)) if kids and kids != "(null)" else (),
+        try:
+            below = tuple(expand_hostlist(kids)) if kids and kids != "(null)" else ()
+        except ValueError:
+            below = ()
+        out.append(TopologyUnit(_KINDS[key], words[key], names, below,
                                 int(level) if level.isascii() and level.isdigit() else None,
                                 tuple(sorted(words.items()))))
     return tuple(out)

@@ -83,3 +83,14 @@ def test_scontrol_show_topology_reads_back() -> None:
     assert [(u.name, u.level, u.nodes) for u in units[:2]] == [("leaf1", 0, ("a100n1", "a100n2")),
                                                                ("leaf2", 0, ("a100n3", "a100n4"))]
     assert units[2].switches == ("leaf1", "leaf2") and len(units[2].nodes) == 4
+
+
+def test_scontrol_show_topology_reads_blocks() -> None:
+    # 24.11.5's output for the lab fabric with topology/block (measured)
+    text = ("BlockName=nvl1 BlockIndex=0 Nodes=a100n[1-2] BlockSize=2\n"
+            "BlockName=nvl2 BlockIndex=1 Nodes=a100n[3-4] BlockSize=2\n"
+            "AggregatedBlock=nvl[1-2] BlockIndex=2 Nodes=a100n[1-4] BlockSize=4\n")
+    units = parse_show_topology(text)
+    assert [(u.kind, u.name, len(u.nodes)) for u in units] == [("block", "nvl1", 2), ("block", "nvl2", 2),
+                                                              ("aggregate", "nvl[1-2]", 4)]
+    assert dict(units[0].fields)["BlockSize"] == "2"
