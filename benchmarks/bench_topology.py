@@ -36,15 +36,17 @@ from slurm_gpu.slurm.topology_show import parse_show_topology  # noqa: E402
 USER = "labuser"
 
 
-def stream(n: int, seed: int) -> list[tuple[float, list[str]]]:
-    """(arrival offset s, sbatch options) per job: about 45% 2-node jobs."""
+def stream(n: int, seed: int, two_node: float = 0.45, long_single: bool = False) -> list[tuple[float, list[str]]]:
+    """(arrival offset s, sbatch options) per job: a share ``two_node`` of 2-node jobs (15-45 s); 1-node jobs
+    run 15-45 s, or 40-100 s with ``long_single`` (they then hold nodes under both leaves more often)."""
     rnd, t, out = random.Random(seed), 0.0, []
     for _ in range(n):
         t += rnd.uniform(2, 8)
-        run = rnd.randint(15, 45)
-        if rnd.random() < 0.45:
+        if rnd.random() < two_node:
+            run = rnd.randint(15, 45)
             opts = ["-N", "2", "--gres=gpu:a100:4"]
         else:
+            run = rnd.randint(40, 100) if long_single else rnd.randint(15, 45)
             opts = ["-N", "1", f"--gres=gpu:a100:{rnd.randint(1, 4)}"]
         out.append((t, [*opts, "-t", "5", "-o", "/dev/null", "--wrap", f"sleep {run}"]))
     return out
@@ -85,6 +87,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=14)
     ap.add_argument("--seed", type=int, default=8)
+    ap.add_argument("--two-node", type=float, default=0.45, help="share of 2-node jobs [0.45]")
+    ap.add_argument("--long-single", action="store_true", help="1-node jobs run 40-100 s (spread free nodes)")
     args = ap.parse_args()
     lab = Lab(LabPaths(lab_dir_from_env()))
     conf = lab.slurm_conf
@@ -97,7 +101,7 @@ def main() -> int:
               file=sys.stderr)
         return 2
     cwd = lab.paths.jobs_dir
-    jobs = stream(args.jobs, args.seed)
+    jobs = stream(args.jobs, args.seed, args.two_node, args.long_single)
     conf_dir = os.path.dirname(conf)
     lua = os.path.join(conf_dir, "job_submit.lua")
     results = {}
@@ -110,8 +114,8 @@ def main() -> int:
         if before is not None:
             install_text(before, conf_dir)
     results["gpusub"] = run_way(conf, policy, jobs, "gpusub", cwd, gpusub)
-    print(f"P8: {len(jobs)} jobs ({sum(1 for _, o in jobs if o[1] == '2')} on 2 nodes), seed {args.seed}, "
-          "2 leaf switches of 2 a100 nodes, class switches 1@1:00")
+    print(f"P8: {len(jobs)} jobs ({sum(1 for _, o in jobs if o[1] == '2')} on 2 nodes), seed {args.seed}"
+          f"{', long 1-node jobs' if args.long_single else ''}, 2 leaf switches of 2 a100 nodes, class switches 1@1:00")
     med = {}
     for way, rows in results.items():
         local = sum(1 for ok, _ in rows if ok)

@@ -38,3 +38,14 @@ def test_blocks_and_no_fabric() -> None:
     fab = from_texts(_nodes(), topology_text=BLOCK).summary["fabric"]
     assert [u["name"] for u in fab["units"]] == ["nvl1", "nvl2"]  # the aggregate is not a block
     assert "fabric" not in from_texts(_nodes()).summary
+
+
+def test_why_explains_a_switch_or_segment_wait() -> None:
+    from slurm_gpu.cluster.why import topology_advice
+
+    # the reader's fields of squeue --json=v0.0.42 on 24.11.5 (required_switches 1, maximum_switch_wait_time 60)
+    assert list(topology_advice({"ReqSwitch": "1", "Wait4Switch": "60"})) == [
+        "it asks for its nodes under at most 1 leaf switch (--switches) and waits up to 00:01:00 for that; "
+        "then Slurm starts it across switches"]
+    assert "each 2 of its nodes in one block" in next(iter(topology_advice({"SegmentSize": "2"})))
+    assert list(topology_advice({})) == []
