@@ -114,7 +114,8 @@ def locality(st: State, c: JobClass, part: Partition) -> None:
         if held >= n:
             st.add(f"--segment={n}")
             st.reasons.append(f"locality: --segment={n}: the {n} nodes in one block (block {name} holds {held} "
-                              f"nodes of partition {part.name})")
+                              f"nodes of partition {part.name}); it waits for one, without a time bound "
+                              "(--segment has none)")
             return
         st.reasons.append(f"locality: no --segment: {n} nodes exceed every block of partition {part.name} "
                           f"(largest: {held})")
