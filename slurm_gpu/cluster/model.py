@@ -324,5 +324,5 @@ def summarise(nodes: Sequence[NodeRecord], jobs: Iterable[JobGres] = (),
     }
 
 
-__all__ = ["Summary", "summarise", "stats", "fabric_stats", "node_units", "shard_gpus", "NodeUnits", "job_mix", "unit_of",
-           "node_availability", "state_words", "UNAVAILABLE_WORDS"]
+__all__ = ["Summary", "summarise", "stats", "fabric_stats", "node_units", "shard_gpus", "NodeUnits", "job_mix",
+           "unit_of", "node_availability", "state_words", "UNAVAILABLE_WORDS"]

@@ -71,7 +71,8 @@ def test_the_section_loads_as_a_policy(tmp_path: Path) -> None:
 
 def test_admin_fabric_cli() -> None:
     out = subprocess.run([sys.executable, "-m", "slurm_gpu.cli.main", "admin", "fabric", "--ibnetdiscover",
-                          str(HERE / "ibnetdiscover-2leaf.txt"), "--nvml-fabric", str(HERE / "nvml-fabric-gb200-2rack.json")],
+                          str(HERE / "ibnetdiscover-2leaf.txt"),
+                          "--nvml-fabric", str(HERE / "nvml-fabric-gb200-2rack.json")],
                          capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode == 0, out.stderr
     assert 'nodes: "gpu[001-004]"' in out.stdout and 'nodes: "gb200-r1n[01-18]"' in out.stdout
