@@ -247,6 +247,8 @@ GPUS_PER_TASK_TYPE_LIST_SINCE: Version = (25, 5, 0)
 # "BlockName=nvl1 BlockIndex=0 Nodes=a100n[1-2] BlockSize=2" and "AggregatedBlock=nvl[1-2] BlockIndex=2
 # Nodes=a100n[1-4] BlockSize=4" lines; squeue --json=v0.0.42 has required_switches/maximum_switch_wait_time;
 # a 2-node job (<= the base block) with the free nodes spread over blocks pends (Resources), even plain.
+# 26.05.5 reads topology.yaml without a TopologyPlugin line (tree as cluster_default prints "SwitchName=leaf1
+# Level=0 LinkSpeed=0 Nodes=..."; block as on 24.11).
 class TopologyFacts(NamedTuple):
     """What a release reads of the network topology: its plugins and its file."""
 
