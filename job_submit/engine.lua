@@ -151,6 +151,10 @@ local function request_from_job_desc(jd, user_name)
   if r.ntasks_per_gpu == 0 then r.ntasks_per_gpu = nil end
   local min_nodes = count(jd, "min_nodes", NO_VAL)
   if count(jd, "max_nodes", NO_VAL) then r.nodes = min_nodes end  -- -N sets both
+  r.nodes_max = count(jd, "max_nodes", NO_VAL)
+  if r.nodes_max == 0 then r.nodes_max = nil end
+  r.req_switch = count(jd, "req_switch", NO_VAL)  -- --switches (sbatch leaves NO_VAL without it)
+  if r.req_switch == 0 then r.req_switch = nil end
   r.ntasks = count(jd, "num_tasks", NO_VAL)
   r.ntasks_per_node = count(jd, "ntasks_per_node", NO_VAL16)
   if r.ntasks_per_node == 0 then r.ntasks_per_node = nil end
@@ -886,9 +890,30 @@ local function set_time(st)
   return nil
 end
 
+-- The class's --switches for a multi-node job (mirror of classifier/limits.locality, topology/tree only):
+-- -N N fixed (no range), N >= 2, no -w, no --switches of the job's own, and a leaf switch holding N of the
+-- partition's nodes (not -x'ed) when the count is 1. --segment is not mirrored (docs/topology.md).
+local function locality(st)
+  local r, sw, part = st.r, st.class.switches, st.partition
+  if not sw or not r.nodes or r.nodes < 2 or (r.nodes_max and r.nodes_max ~= r.nodes) then return end
+  if #r.nodelist > 0 or r.req_switch then return end  -- --spread-job (a job_desc bit flag) is not read
+  local best = 0
+  for _, leaf in ipairs(st.P.leaves or {}) do
+    local held = 0
+    for _, n in ipairs(st.P.nodes or {}) do
+      if leaf[2][n.name] and n.partitions[part.name] and not r.exclude_set[n.name] then held = held + 1 end
+    end
+    if held > best then best = held end
+  end
+  if #(st.P.leaves or {}) == 0 or (sw[1] == 1 and best < r.nodes) then return end
+  add(st, "req_switch", sw[1])
+  if sw[2] then add(st, "wait4switch", sw[2]) end
+end
+
 local function apply_defaults(st)
   -- memory and CPUs per GPU are the partitions' DefMemPerGPU/DefCpuPerGPU (slurm.conf): nothing here
   if st.class.requeue then add(st, "requeue", 1) end
+  locality(st)
   return nil
 end
 

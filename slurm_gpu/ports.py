@@ -53,6 +53,8 @@ class ClusterSource(Protocol):
 
     def gres_conf_text(self) -> str | None: ...
 
+    def topology_text(self) -> str: ...  # ``scontrol show topology``; "" without a topology plugin
+
 
 @runtime_checkable
 class CommandRunner(Protocol):

@@ -76,6 +76,9 @@ class JobRequest(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1-3 ms le
     nodelist: tuple[str, ...] = ()  # -w: the hosts it names (each must be in the job's allocation)
     exclude: tuple[str, ...] = ()  # -x: hosts the job may not use
     comment: str | None = None  # --comment: may carry the slurm-gpu MIG/MPS token (slurm_gpu.sharing.token)
+    # --switches / --segment / --spread-job: the user chose the job's network placement (the policy adds none)
+    locality_given: bool = False
+    nodes_max: int | None = None  # -N MIN-MAX: the most nodes (a range: the node count is Slurm's to choose)
 
     @property
     def node_min(self) -> int | None:

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``slurm-gpu admin emit POLICY [--what slurm.conf|gres.conf|sacctmgr]``: the Slurm configuration a
-site policy implies, as the lab uses it (the same emitter, :mod:`slurm_gpu.emit`).
+"""``slurm-gpu admin emit POLICY [--what slurm.conf|gres.conf|sacctmgr|topology]``: the Slurm configuration a
+site policy implies, as the lab uses it (the same emitter, :mod:`slurm_gpu.emit`). ``topology``: the
+fabric's topology.conf (tree or block) or topology.yaml (25.05+), for ``--slurm-version`` (default: the
+local sbatch's, else 22.05) and ``--plugin``.
 
 Exit codes: 0 printed, 1 the policy or a topology file it names is invalid, 2 usage.
 """
@@ -12,7 +14,7 @@ from collections.abc import Callable
 
 import click
 
-WHAT = ("slurm.conf", "gres.conf", "sacctmgr")
+WHAT = ("slurm.conf", "gres.conf", "sacctmgr", "topology")
 
 
 @click.group("admin", context_settings={"help_option_names": ["-h", "--help"]})
@@ -25,7 +27,12 @@ def admin() -> None:
 @click.option("--what", type=click.Choice(WHAT), default=None,
               help="Print only this part [all three, each under a '# ==> NAME <==' header].")
 @click.option("--device-dir", default="/dev", show_default=True, help="Where gres.conf's File=nvidiaN live.")
-def emit(policy_file: str, what: str | None, device_dir: str) -> None:
+@click.option("--slurm-version", "slurm_version", default=None, metavar="X.Y",
+              help="topology: the release to write for [the local sbatch's, else 22.05].")
+@click.option("--plugin", type=click.Choice(("tree", "block")), default=None,
+              help="topology: topology/tree or topology/block [the policy's fabric.plugin].")
+def emit(policy_file: str, what: str | None, device_dir: str, slurm_version: str | None,
+         plugin: str | None) -> None:
     """Print the slurm.conf NodeName/PartitionName lines, gres.conf and the sacctmgr QOS commands of
     POLICY (topology files are read from the paths the policy names)."""
     from slurm_gpu.emit import gres_conf, sacctmgr, slurm_conf
@@ -47,6 +54,25 @@ def emit(policy_file: str, what: str | None, device_dir: str) -> None:
             raise click.ClickException(f"{policy_file}: node_types.{nt.name}.topology: {nt.topology}: "
                                        f"{getattr(exc, 'strerror', None) or str(exc).splitlines()[0]}") from None
     source = os.path.basename(policy_file)
+
+    def topology() -> str:
+        from slurm_gpu.emit.topology import choose_plugin, slurm_conf_lines, topology_files
+        from slurm_gpu.slurm.release import TOPOLOGY, since
+
+        version = _release(slurm_version)
+        facts = since(TOPOLOGY, version)
+        label = f"Slurm {version[0]}.{version[1]:02d}"
+        if policy.fabric.empty:
+            return "# the policy has no fabric section: no topology file\n"
+        try:
+            chosen = choose_plugin(policy.fabric, facts, plugin or policy.fabric.plugin)
+        except ValueError as exc:
+            raise click.ClickException(f"{policy_file}: fabric: {label}: {exc}") from None
+        files = topology_files(policy.fabric, facts, chosen, source)
+        conf = slurm_conf_lines(chosen, facts)
+        head = (f"# slurm.conf: {' '.join(conf)}\n" if conf else "")
+        return head + "".join(f"# --- {name} ---\n{text}" for name, text in files.items())
+
     parts: dict[str, Callable[[], str]] = {
         "slurm.conf": lambda: slurm_conf.slurm_conf(policy, topologies, source),
         "gres.conf": lambda: gres_conf.gres_conf(policy, topologies, device_dir, source),
@@ -54,11 +80,79 @@ def emit(policy_file: str, what: str | None, device_dir: str) -> None:
                              "limits once slurmctld has registered the gres/gpu TRES\n"
                              + sacctmgr.script(sacctmgr.qos_add_commands(policy.qos)
                                                + sacctmgr.qos_limit_commands(policy.qos))),
+        "topology": topology,
     }
     if what:
         click.echo(parts[what](), nl=False)
         return
-    click.echo("\n".join(f"# ==> {name} <==\n{make()}" for name, make in parts.items()), nl=False)
+    shown = [n for n in parts if n != "topology" or not policy.fabric.empty]
+    click.echo("\n".join(f"# ==> {name} <==\n{parts[name]()}" for name in shown), nl=False)
+
+
+def _release(text: str | None) -> tuple[int, int, int]:
+    """``--slurm-version X.Y[.Z]``, else the local sbatch's version, else 22.05 (the oldest supported)."""
+    from slurm_gpu.slurm.release import DEFAULT_VERSION, parse_sbatch_version
+
+    if text:
+        try:
+            return parse_sbatch_version(text)
+        except Exception:
+            raise click.UsageError(f"--slurm-version {text!r}: expected X.Y or X.Y.Z such as 24.11") from None
+    try:
+        from slurm_gpu.adapters.slurm.cli import SbatchCli
+
+        return SbatchCli().version()
+    except Exception:
+        return DEFAULT_VERSION
+
+
+@admin.command("fabric")
+@click.option("--ibnetdiscover", "ib_file", default=None, metavar="FILE",
+              help="ibnetdiscover's output (run on a node of the fabric): the leaf and spine switches.")
+@click.option("--hca", default=None, metavar="NAME",
+              help="With several HCAs per host (rails): place hosts by this one [each host's lowest, mlx5_0].")
+@click.option("--nvml-fabric", "nvml_files", multiple=True, metavar="FILE",
+              help="NVML GPU fabric records (JSON; docs/topology.md): the NVLink blocks. Repeatable.")
+@click.option("--plugin", type=click.Choice(("tree", "block")), default=None, help="fabric.plugin to write.")
+def fabric(ib_file: str | None, hca: str | None, nvml_files: tuple[str, ...], plugin: str | None) -> None:
+    """Print the policy's fabric section from captures: ibnetdiscover for InfiniBand switches, NVML's
+    GPU fabric information (clusterUuid, cliqueId per GPU) for NVLink domains. Exit 1: a capture is
+    unreadable or malformed; 2: neither capture given."""
+    import json
+
+    from slurm_gpu.adapters.fs import read_capped
+    from slurm_gpu.errors import TopologyError
+    from slurm_gpu.topology.fabric import blocks_from_fabric_info, fabric_section, parse_ibnetdiscover
+
+    if not ib_file and not nvml_files:
+        raise click.UsageError("give --ibnetdiscover FILE and/or --nvml-fabric FILE")
+
+    def read(path: str) -> str:
+        try:
+            data = read_capped(path, limit=256 << 20)
+        except OSError as exc:
+            raise click.ClickException(f"{path}: {exc.strerror or exc}") from None
+        return (data or b"").decode("utf-8", "replace")
+
+    try:
+        switches = parse_ibnetdiscover(read(ib_file), hca) if ib_file else ()
+        records: list[dict[str, object]] = []
+        for path in nvml_files:
+            try:
+                doc = json.loads(read(path))
+            except ValueError as exc:
+                raise click.ClickException(f"{path}: not JSON: {exc}") from None
+            nodes = doc.get("nodes") if isinstance(doc, dict) else doc
+            if not isinstance(nodes, list):
+                raise click.ClickException(f"{path}: expected a list of node records or {{'nodes': [...]}}")
+            records += nodes
+        blocks, warnings = blocks_from_fabric_info(records) if records else ((), ())
+    except TopologyError as exc:
+        raise click.ClickException(str(exc).splitlines()[0]) from None
+    for w in warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(f"# generated by slurm-gpu admin fabric from {', '.join(filter(None, (ib_file, *nvml_files)))}")
+    click.echo(fabric_section(switches, blocks, plugin), nl=False)
 
 
 @admin.command("install")

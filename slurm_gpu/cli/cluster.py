@@ -73,7 +73,8 @@ def cluster(as_json: bool, watch: float | None, full: bool, records: str | None,
 
     def show() -> str:
         nodes_text = source.nodes_text()
-        view = from_texts(nodes_text, source.jobs_json(), source.partitions_text(), source.gres_conf_text())
+        view = from_texts(nodes_text, source.jobs_json(), source.partitions_text(), source.gres_conf_text(),
+                          source.topology_text())
         for problem in view.problems:
             click.echo(f"slurm-gpu cluster: {problem}", err=True)
         if records is not None and not view.nodes and nodes_text.strip():

@@ -17,6 +17,9 @@ Per GRES *key* (a GPU type such as ``h100``; a MIG profile type such as ``a100_1
   with fewer than k free (0 when nothing is free). ``fragmentation_job_mix`` = sum_k p_k x
   fragmentation[k], with p_k the share of recent jobs asking k units per node (k beyond every node
   counts 1); None without such jobs. An untyped GPU (shard) request counts toward every GPU (shard) type.
+- ``fabric`` (only where ``scontrol show topology`` names leaf switches or blocks): per leaf switch and block
+  its nodes, ``free_nodes`` (every GPU usable) and the usable units per key; ``largest_startable_one_unit``
+  = per key, the most usable units within one leaf / one block (the largest job startable there).
 - Shards (``shard:h100``): a GPU is held whole or in shards, never both, and one job's shards on a node
   come from one GPU (:func:`node_units`); ``fragmentation`` counts the free shards per GPU.
 """
@@ -29,6 +32,7 @@ from typing import Any
 
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.slurm.records import GresCount, JobGres, NodeRecord
+from slurm_gpu.slurm.topology_show import TopologyUnit
 
 # node state words (scontrol prints FLAG+FLAG, with * ~ # ! % $ @ ^ - suffixes) that keep new jobs off
 UNAVAILABLE_WORDS = frozenset({"DOWN", "DRAIN", "DRAINED", "DRAINING", "FAIL", "FAILING", "POWERED_DOWN",
@@ -255,8 +259,36 @@ def stats(rows: Sequence[NodeUnits], partition: str | None, mix: Mapping[int, in
     }
 
 
+def fabric_stats(rows: Sequence[NodeUnits], units: Sequence[TopologyUnit]) -> Summary:
+    """Per leaf switch (level 0) and per block: its nodes, the nodes with every unit usable (a node a
+    multi-node job can take whole), the usable units per key; and per key the largest job startable within
+    one unit (the most usable units of one leaf or block)."""
+    whole: dict[str, bool] = {}
+    for r in rows:
+        if r.unit in WHOLE_UNITS:
+            whole[r.node] = whole.get(r.node, True) and max(r.usable.values(), default=0) == r.total > 0
+    out: list[Summary] = []
+    for u in units:
+        if u.kind == "aggregate" or (u.kind == "switch" and u.level not in (0, None)):
+            continue
+        members = set(u.nodes)
+        free: dict[str, int] = {}
+        for r in rows:
+            if r.node in members:
+                free[r.key] = free.get(r.key, 0) + min(max(r.usable.values(), default=0), max(r.pieces, default=0))
+        out.append({"kind": "leaf" if u.kind == "switch" else "block", "name": u.name, "nodes": len(u.nodes),
+                    "free_nodes": sum(1 for n in u.nodes if whole.get(n)), "free": dict(sorted(free.items()))})
+    largest: dict[str, Summary] = {}
+    for kind in ("leaf", "block"):
+        for key in sorted({k for x in out if x["kind"] == kind for k in x["free"]}):
+            best = max((x for x in out if x["kind"] == kind), key=lambda x: (x["free"].get(key, 0), x["free_nodes"]))
+            largest.setdefault(key, {})[kind] = {"units": best["free"].get(key, 0), "nodes": best["free_nodes"],
+                                                 "name": best["name"]}
+    return {"units": out, "largest_startable_one_unit": largest}
+
+
 def summarise(nodes: Sequence[NodeRecord], jobs: Iterable[JobGres] = (),
-              needs: Mapping[str, tuple[int, int]] | None = None) -> Summary:
+              needs: Mapping[str, tuple[int, int]] | None = None, fabric: Sequence[TopologyUnit] = ()) -> Summary:
     """The ``slurm-gpu cluster --json`` document (docs/cluster.md "JSON contract")."""
     needs = needs or {}
     jobs = list(jobs)
@@ -280,6 +312,7 @@ def summarise(nodes: Sequence[NodeRecord], jobs: Iterable[JobGres] = (),
             if sub:
                 partitions.setdefault(part, {})[key] = stats(sub, part, mix.get(key))
     availability = [node_availability(n.state) for n in nodes]
+    extra = {"fabric": fabric_stats(rows, fabric)} if fabric else {}
     return {
         "schema": "slurm-gpu.cluster/1",
         "nodes": {"total": len(nodes), "unavailable": availability.count("unavailable"),
@@ -287,8 +320,9 @@ def summarise(nodes: Sequence[NodeRecord], jobs: Iterable[JobGres] = (),
         "types": {key: stats(by_key[key], None, mix.get(key)) for key in sorted(by_key)},
         "partitions": partitions,
         "job_mix": {key: {str(k): n for k, n in sorted(sizes.items())} for key, sizes in sorted(mix.items())},
+        **extra,
     }
 
 
-__all__ = ["Summary", "summarise", "stats", "node_units", "shard_gpus", "NodeUnits", "job_mix", "unit_of",
-           "node_availability", "state_words", "UNAVAILABLE_WORDS"]
+__all__ = ["Summary", "summarise", "stats", "fabric_stats", "node_units", "shard_gpus", "NodeUnits", "job_mix",
+           "unit_of", "node_availability", "state_words", "UNAVAILABLE_WORDS"]

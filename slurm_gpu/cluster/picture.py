@@ -207,6 +207,23 @@ def _summary_rows(nodes: Sequence[NodeRecord]) -> list[str]:
     return rows
 
 
+def _fabric_table(summary: Summary) -> list[str]:
+    """Free nodes and units per leaf switch and block, and the largest job startable within one
+    (``fabric`` of the summary; nothing without a topology plugin)."""
+    fab = summary.get("fabric")
+    if not fab:
+        return []
+    lines = [f"{'fabric unit':<24} {'nodes':>5} {'free nodes':>10}  free units"]
+    for u in fab["units"]:
+        free = " ".join(f"{k}:{n}" for k, n in u["free"].items()) or "-"
+        lines.append(f"{u['kind'] + ' ' + u['name']:<24} {u['nodes']:>5} {u['free_nodes']:>10}  {free}")
+    for key, by_kind in fab["largest_startable_one_unit"].items():
+        parts = [f"one {kind}: {v['units']} ({v['name']}, {v['nodes']} free node{'s' if v['nodes'] != 1 else ''})"
+                 for kind, v in by_kind.items()]
+        lines.append(f"largest {key} job startable within " + "; ".join(parts))
+    return [*lines, ""]
+
+
 def render(nodes: Sequence[NodeRecord], jobs: Sequence[JobGres], summary: Summary,
            sockets: Mapping[str, Mapping[int, int]] | None = None, max_rows: int = MAX_ROWS,
            title: str = "slurm-gpu cluster") -> str:
@@ -214,7 +231,7 @@ def render(nodes: Sequence[NodeRecord], jobs: Sequence[JobGres], summary: Summar
     gpu_nodes = [n for n in nodes if any(i.name == "gpu" for i in n.gres)]
     head = (f"{title}: {len(nodes)} nodes ({len(gpu_nodes)} with GPUs), "
             f"{summary['nodes']['unavailable']} unavailable, {summary['nodes']['planned']} planned by backfill")
-    lines = [head, "", *_summary_table(summary), ""]
+    lines = [head, "", *_summary_table(summary), "", *_fabric_table(summary)]
     if len(gpu_nodes) <= max_rows:
         lines += _node_rows(gpu_nodes, jobs, sockets or {})
     else:

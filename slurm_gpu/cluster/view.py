@@ -47,11 +47,13 @@ def jobs_of(jobs_json: str) -> tuple[list[JobGres], tuple[str, ...]]:
 
 
 def from_texts(nodes_text: str, jobs_json: str = "", partitions_text: str = "",
-               gres_conf_text: str | None = None) -> ClusterView:
+               gres_conf_text: str | None = None, topology_text: str = "") -> ClusterView:
+    from slurm_gpu.slurm.topology_show import parse_show_topology
+
     node_read = read_node_records(nodes_text)
     nodes = list(node_read.nodes)
     jobs, job_problems = jobs_of(jobs_json)
-    summary = summarise(nodes, jobs, partition_gpu_defaults(partitions_text))
+    summary = summarise(nodes, jobs, partition_gpu_defaults(partitions_text), parse_show_topology(topology_text))
     sockets = gpu_sockets(parse_gres_conf(gres_conf_text), nodes) if gres_conf_text else {}
     return ClusterView(nodes, jobs, summary, sockets, node_read.problems + job_problems)
 

@@ -375,10 +375,27 @@ def explain(job: Mapping[str, str], *, jobs: Sequence[Mapping[str, str]] = (),
                alternatives=alts, advice=tuple(advice))
 
 
+def topology_advice(job: Mapping[str, str]) -> Iterable[str]:
+    """A resources wait of a job that asks for network locality: 22.05-24.11 print Resources while it waits
+    for its switches (tree) or a whole block (block); 26.05 prints its own topology reasons (TOPOLOGY_REASONS).
+    The request is in squeue's JSON from 24.11 (required_switches, segment_size); 22.05's has neither."""
+    switches, wait, segment = job.get("ReqSwitch"), job.get("Wait4Switch"), job.get("SegmentSize")
+    if switches:
+        bound = f"up to {format_time_minutes(-(-int(wait) // 60))}" if wait and wait.isdigit() and int(wait) else \
+            "up to Slurm's max_switch_wait"
+        yield (f"it asks for its nodes under at most {switches} leaf switch{'es' if switches != '1' else ''} "
+               f"(--switches) and waits {bound} for that; then Slurm starts it across switches")
+    if segment:
+        yield (f"it asks for --segment={segment}: each {segment} of its nodes in one block (topology/block); it "
+               "waits until a block has that many free nodes")
+
+
 def _advice(info: ReasonInfo, job: Mapping[str, str], jobs: Sequence[Mapping[str, str]], limit: Limit | None,
             ask: Ask, partitions: Sequence[Mapping[str, str]],
             qos: Mapping[str, Mapping[str, str]] | None) -> Iterable[str]:
     job_id = job.get("JobId", "?")
+    if info.kind == "resources":
+        yield from topology_advice(job)
     if info.kind == "held":
         yield (f"release it: scontrol release {job_id}" if "User" in (job.get("Reason") or "")
                else "an administrator holds it: ask them (scontrol release needs an operator)")

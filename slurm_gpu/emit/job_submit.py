@@ -17,6 +17,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from slurm_gpu.policy.classifier.limits import parse_switches
 from slurm_gpu.policy.classifier.steps import STEPS
 from slurm_gpu.policy.model import DEFAULT_MESSAGES, Policy
 from slurm_gpu.policy.nodes import policy_inventory
@@ -122,6 +123,8 @@ def policy_table(policy: Policy) -> JsonObject:
         classes.append({
             "name": c.name, "partition": c.partition, "qos": c.qos,
             "requeue": c.checkpoint_required or any(o in REQUEUE_OPTIONS for o in c.options),
+            # locality (classifier/limits.locality): --switches as job_desc's req_switch/wait4switch (seconds)
+            "switches": list(parse_switches(c.switches)) if c.switches and policy.fabric.plugin == "tree" else None,
             "match": {
                 "min_gpus": m.min_gpus, "max_gpus": m.max_gpus, "max_time": m.max_time_min, "array": m.array,
                 "interactive": m.interactive, "explicit": m.explicit, "gpu_fraction": m.gpu_fraction,
@@ -157,6 +160,7 @@ def policy_table(policy: Policy) -> JsonObject:
                  "max_wall": q.max_wall_min} for q in policy.qos],
         "qos_index": {q.name: i + 1 for i, q in enumerate(policy.qos)},
         "classes": classes,
+        "leaves": [[s.name, {n: True for n in s.nodes}] for s in policy.fabric.leaves()],
         "messages": _messages(policy),
         "steps": list(STEP_NAMES),
     }

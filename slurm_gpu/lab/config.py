@@ -200,6 +200,7 @@ def slurm_conf(spec: LabSpec, rt: LabRuntime) -> str:
     ]
     lines += _hook_lines(rt.hooks, p.conf_dir)
     lines += loopback_lines(rt)
+    lines += topology_slurm_lines(spec, rt)
     for n in spec.nodes:
         lines.append(
             f"{n.conf_line} NodeHostname={rt.hostname} NodeAddr=127.0.0.1 Port={node_port(spec, rt, n.name)}"
@@ -208,6 +209,32 @@ def slurm_conf(spec: LabSpec, rt: LabRuntime) -> str:
     lines += list(spec.partition_lines) or [partition_line(part, spec.partition_nodes(part))
                                             for part in spec.partitions]
     return "\n".join(lines) + "\n"
+
+
+def _has_fabric(spec: LabSpec) -> bool:
+    return spec.fabric is not None and not spec.fabric.empty
+
+
+def topology_slurm_lines(spec: LabSpec, rt: LabRuntime) -> list[str]:
+    """TopologyPlugin= for a policy with a fabric (topology.conf releases; topology.yaml names its own)."""
+    if not _has_fabric(spec):
+        return []
+    from slurm_gpu.emit.topology import choose_plugin, slurm_conf_lines
+    from slurm_gpu.slurm.release import TOPOLOGY, since
+
+    facts = since(TOPOLOGY, rt.version)
+    return slurm_conf_lines(choose_plugin(spec.fabric, facts, spec.topology_plugin or spec.fabric.plugin), facts)
+
+
+def topology_files(spec: LabSpec, rt: LabRuntime) -> dict[str, str]:
+    """topology.conf or topology.yaml from the policy's fabric (slurm-gpu admin emit --what topology)."""
+    if not _has_fabric(spec):
+        return {}
+    from slurm_gpu.emit import topology
+    from slurm_gpu.slurm.release import TOPOLOGY, since
+
+    return topology.topology_files(spec.fabric, since(TOPOLOGY, rt.version), spec.topology_plugin or spec.fabric.plugin,
+                                   "the lab policy")
 
 
 def gres_conf(spec: LabSpec) -> str:
@@ -308,4 +335,5 @@ def render_all(spec: LabSpec, rt: LabRuntime) -> dict[str, str]:
         "gres.conf": gres_conf(spec),
         "slurmdbd.conf": slurmdbd_conf(rt),
         "accounting.txt": acct + "\n",
+        **topology_files(spec, rt),
     }

@@ -72,6 +72,8 @@ class LabSpec:
     policy_path: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     partition_lines: tuple[str, ...] = ()  # emitted PartitionName= lines (with JobDefaults from the policy)
+    fabric: Any = None  # the policy's Fabric (slurm_gpu.policy.model): a topology file when it names switches/blocks
+    topology_plugin: str | None = None  # tree / block; None: block where the fabric has blocks and Slurm the plugin
 
     @property
     def node_names(self) -> tuple[str, ...]:
@@ -108,6 +110,7 @@ def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") 
         default_qos=default_qos,
         extra_accounts=tuple(a for a in accounts if a != DEFAULT_ACCOUNT),
         policy_path=str(getattr(policy, "source", "") or "") or None,
+        fabric=getattr(policy, "fabric", None),
     )
     lines = partition_lines(policy, topologies, nodes_of=spec.partition_nodes)
     return replace(spec, partition_lines=tuple(lines))

@@ -13,7 +13,9 @@ from typing import Any
 
 from slurm_gpu.policy.model import (
     Autoscale,
+    Block,
     Defaults,
+    Fabric,
     GpuType,
     Isolation,
     JobClass,
@@ -23,6 +25,7 @@ from slurm_gpu.policy.model import (
     Policy,
     Price,
     Qos,
+    Switch,
 )
 from slurm_gpu.policy.reader import absolute_path, real_path
 from slurm_gpu.policy.validate import Context, Entry, did_you_mean
@@ -81,6 +84,106 @@ def _check_mig_mode(ctx: Context, e: Entry, gt: Entry | None) -> None:
     if slices > 7:
         ctx.problems.append(f"{e.where('mig_layout')}: {e.path}.mig_layout: found {slices} compute slices, "
                             "allowed at most 7 per GPU")
+
+
+def _names_of(value: Any) -> tuple[str, ...]:
+    """The expanded nodes of a Hostlist field: (text, names) as converted, () when unset or bad."""
+    return tuple(value[1]) if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], tuple) else ()
+
+
+def _fabric_unique(ctx: Context, entries: tuple[Entry, ...], what: str) -> list[Entry]:
+    seen: dict[str, Entry] = {}
+    out = []
+    for e in entries:
+        nm = e.values.get("name")
+        if nm is None:
+            continue
+        if nm in seen:
+            ctx.problems.append(f"{e.where('name')}: {e.path}.name: found duplicate {what} name {nm!r} "
+                                f"(first defined at {seen[nm].where('name')}), allowed unique names")
+            continue
+        seen[nm] = e
+        out.append(e)
+    return out
+
+
+def _check_fabric(ctx: Context, policy_nodes: list[str]) -> None:
+    """The fabric's cross checks: every switch or block node is one of the policy's nodes; a node sits under
+    one leaf switch and in one block (in none: a warning, Slurm then never places it with the others); a
+    spine's switches exist and the switches form no cycle (a leaf may sit below several spines, as in a fat
+    tree); a switch has nodes or switches, not both."""
+    fab = ctx.maps.get("fabric")
+    if fab is None:
+        return
+    known = set(policy_nodes)
+    switches = _fabric_unique(ctx, fab.values.get("switches") or (), "switch")
+    blocks = _fabric_unique(ctx, fab.values.get("blocks") or (), "block")
+    for group, what, section in ((switches, "leaf switch", "switches"), (blocks, "block", "blocks")):
+        key = "nodes"
+        where: dict[str, Entry] = {}
+        for e in group:
+            nodes = _names_of(e.values.get(key))
+            unknown = [n for n in nodes if n not in known]
+            if unknown:
+                ctx.problems.append(f"{e.where(key)}: {e.path}.{key}: found node {unknown[0]!r} which is in no "
+                                    "node_types entry, allowed the policy's nodes")
+            twice = [n for n in nodes if n in where]
+            if twice:
+                first = where[twice[0]]
+                ctx.problems.append(f"{e.where(key)}: {e.path}.{key}: found node {twice[0]!r} already in "
+                                    f"{what} {first.values['name']} ({first.where(key)}), "
+                                    f"allowed each node in one {what}")
+            for node in nodes:
+                where.setdefault(node, e)
+        if any(_names_of(e.values.get(key)) for e in group):
+            missing = [n for n in policy_nodes if n not in where]
+            if missing:
+                from slurm_gpu.hostlist import compress_hostlist
+
+                ctx.warnings.append(f"{fab.where(section)}: "
+                                    f"fabric: nodes {compress_hostlist(missing)} are in no {what}; Slurm never "
+                                    "places them in one job with other nodes")
+    names = [e.values["name"] for e in switches]
+    children: dict[str, tuple[str, ...]] = {}
+    for e in switches:
+        kids = e.values.get("switches") or ()
+        if kids and _names_of(e.values.get("nodes")):
+            ctx.problems.append(f"{e.where('switches')}: {e.path}: found both nodes and switches, allowed nodes (a "
+                                "leaf switch) or switches (a spine)")
+        if not kids and not _names_of(e.values.get("nodes")):
+            ctx.problems.append(f"{e.where()}: {e.path}: found neither nodes nor switches, allowed nodes (a leaf "
+                                "switch) or switches (a spine)")
+        children[e.values["name"]] = tuple(k for k in kids if _ref(ctx, e, "switches", k, names, "switch"))
+    # a fat tree's leaf sits below every spine (several parents, as slurmibtopology writes it); no cycle
+    state: dict[str, int] = {}
+
+    def cyclic(at: str) -> bool:
+        state[at] = 1
+        for kid in children.get(at, ()):
+            if state.get(kid) == 1 or (kid not in state and cyclic(kid)):
+                return True
+        state[at] = 2
+        return False
+
+    for e in switches:
+        if e.values["name"] not in state and cyclic(e.values["name"]):
+            ctx.problems.append(f"{e.where('switches')}: {e.path}: found a cycle of switches through "
+                                f"{e.values['name']!r}, allowed a tree (each switch below its parents only)")
+            break
+    plugin = fab.values.get("plugin_given")
+    if (plugin == "block" and not blocks) or (plugin == "tree" and not switches):
+        ctx.problems.append(f"{fab.where('plugin')}: fabric.plugin: found {plugin} without fabric."
+                            f"{'blocks' if plugin == 'block' else 'switches'}, allowed a plugin the fabric describes")
+    sizes = fab.values.get("block_sizes") or ()
+    if sizes and blocks:
+        smallest = min(len(_names_of(e.values.get("nodes"))) or 1 for e in blocks)
+        bad = next((s for s in sizes[1:] if s % sizes[0] or (s // sizes[0]) & (s // sizes[0] - 1)), None)
+        if bad is not None or list(sizes) != sorted(set(sizes)):
+            ctx.problems.append(f"{fab.where('block_sizes')}: fabric.block_sizes: found {list(sizes)}, allowed "
+                                "increasing sizes, each the first times a power of two (topology.conf BlockSizes)")
+        elif sizes[0] > smallest:
+            ctx.warnings.append(f"{fab.where('block_sizes')}: fabric.block_sizes: the base size {sizes[0]} exceeds "
+                                f"the smallest block ({smallest} nodes); Slurm before 25.05 refuses such a block")
 
 
 def check_and_build(ctx: Context, source: str) -> Policy | None:
@@ -164,6 +267,14 @@ def check_and_build(ctx: Context, source: str) -> Policy | None:
                                     f"{v['partition']} ({', '.join(pe.values['allowed_qos'])})")
         for gt in v["match"].get("gpu_types", ()):
             _ref(ctx, e, "match.gpu_types", gt, gt_names, "GPU type", error=False)
+        if v.get("switches") is not None:
+            from slurm_gpu.policy.classifier.limits import parse_switches
+
+            try:
+                parse_switches(v["switches"])
+            except ValueError:
+                ctx.problems.append(f"{e.where('switches')}: {e.path}.switches: found {v['switches']!r}, allowed "
+                                    "COUNT[@MAX-WAIT] as sbatch --switches takes it, e.g. 1@30:00")
     d = ctx.maps.get("defaults")
     if d is not None:
         _ref(ctx, d, "gpu_type", d.values.get("gpu_type"), gt_names, "GPU type")
@@ -183,6 +294,7 @@ def check_and_build(ctx: Context, source: str) -> Policy | None:
     prices = _unique(ctx, "prices")
     for e in prices:
         _ref(ctx, e, "name", e.values["name"], gt_names, "GPU type")
+    _check_fabric(ctx, list(owner))
     if ctx.problems:
         return None
     return _assemble(ctx, source, gts, nts, parts, qoss, classes, prices)
@@ -209,6 +321,22 @@ def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], par
         e = ctx.maps.get(section)
         return cls(**e.values) if e is not None else cls()
 
+    def fabric() -> Fabric:
+        e = ctx.maps.get("fabric")
+        if e is None:
+            return Fabric()
+        v = e.values
+
+        def hl(x: Entry) -> tuple[str, tuple[str, ...]]:
+            return (x.values["nodes"][0], x.values["nodes"][1]) if x.values.get("nodes") else ("", ())
+
+        return Fabric(
+            switches=tuple(Switch(name=x.values["name"], nodes=hl(x)[1], switches=tuple(x.values["switches"]),
+                                  hostlist=hl(x)[0]) for x in v.get("switches") or ()),
+            blocks=tuple(Block(name=x.values["name"], nodes=hl(x)[1], hostlist=hl(x)[0])
+                         for x in v.get("blocks") or ()),
+            block_sizes=tuple(v.get("block_sizes") or ()), plugin_given=v.get("plugin_given"))
+
     name = ctx.top.get("name") or os.path.splitext(os.path.basename(source))[0]
     return Policy(
         version=1, name=name, description=ctx.top.get("description", ""),
@@ -222,4 +350,5 @@ def _assemble(ctx: Context, source: str, gts: list[Entry], nts: list[Entry], par
         source=real_path(source), includes=tuple(ctx.files[1:]),
         include_dirs=tuple(ctx.top.get("include_dirs", ())),
         prices=tuple(Price(**e.values) for e in prices), autoscale=mapped("autoscale", Autoscale),
+        fabric=fabric(),
     )

@@ -118,7 +118,8 @@ class Nested(Kind):
 
 @record
 class Section(Kind):
-    """A top-level list whose entries are mappings converted by ``cls``."""
+    """A list whose entries are mappings converted by ``cls``: a top-level section, or a list inside a
+    nested mapping (``fabric.switches``), whose entries the validator keeps with their file positions."""
 
     cls: type
 

@@ -51,6 +51,7 @@ UntypedGpus = Literal["resolve", "reject"]
 OnInternalError = Literal["accept", "reject"]
 FractionMode = Literal["mig", "mps", "mig-then-mps", "reject"]
 MigMode = Literal["none", "static", "dynamic"]
+TopologyPluginName = Literal["tree", "block"]
 NAMES = ListOf(Name(), "names")
 
 
@@ -172,6 +173,12 @@ class JobClass(Record):
     description: str = field(default="", metadata=yaml("description", Text(), "shown by gpusub --explain"))
     target_wait_s: int | None = field(default=None, metadata=yaml(
         "target_wait", Duration("s"), "target queue wait (report --autoscale); unset: autoscale.target_wait"))
+    switches: str | None = field(default=None, metadata=yaml(
+        "switches", Text(), "multi-node jobs: --switches=COUNT@MAX-WAIT (topology/tree), e.g. 1@30:00, added "
+        "where a leaf switch of the partition holds the job's nodes and the user gave no --switches/--segment"))
+    segment: bool = field(default=False, metadata=yaml(
+        "segment", Bool(), "multi-node jobs: --segment=<nodes> (topology/block, Slurm 24.05+): the job in one "
+        "block, added where a block of the partition holds the job's nodes"))
 
 
 @record
@@ -241,6 +248,63 @@ class Autoscale(Record):
         "scale_down_below", Number(gt=0, le=1), "scale down a GPU type whose efficiency E stays below this"))
 
 
+@record
+class Switch(Record):
+    """A network switch of the fabric (``fabric.switches``): a leaf names its nodes, a spine its child switches."""
+
+    name: str = field(metadata=yaml("name", Name(), "the switch, as topology.conf's SwitchName"))
+    nodes: tuple[str, ...] = field(default=(), metadata=yaml(
+        "nodes", Hostlist(), "a leaf switch: its nodes, as a Slurm hostlist; stored expanded"))
+    switches: tuple[str, ...] = field(default=(), metadata=_names(
+        "switches", "a spine switch: the switches below it (leaves or lower spines)"))
+    hostlist: str = ""  # the hostlist as written, from ``nodes``
+
+
+@record
+class Block(Record):
+    """An NVLink/IMEX domain of the fabric (``fabric.blocks``): nodes whose GPUs share one NVLink fabric."""
+
+    name: str = field(metadata=yaml("name", Name(), "the block, as topology.conf's BlockName"))
+    nodes: tuple[str, ...] = field(metadata=yaml(
+        "nodes", Hostlist(), "its nodes, as a Slurm hostlist; stored expanded"))
+    hostlist: str = ""  # the hostlist as written, from ``nodes``
+
+
+@record
+class Fabric(Record):
+    """The network between the nodes (``fabric``): a switch tree (topology/tree) and NVLink blocks
+    (topology/block); ``slurm-gpu admin emit --what topology`` writes Slurm's files from it."""
+
+    switches: tuple[Switch, ...] = field(default=(), metadata=yaml(
+        "switches", Section(Switch), "leaf switches (with nodes) and spine switches (with switches)"))
+    blocks: tuple[Block, ...] = field(default=(), metadata=yaml(
+        "blocks", Section(Block), "NVLink/IMEX domains (GB200 NVL72 racks): each node in one block"))
+    block_sizes: tuple[int, ...] = field(default=(), metadata=yaml(
+        "block_sizes", ListOf(Int(1), "node counts"),
+        "topology/block BlockSizes (base block size first); empty: the smallest block's node count"))
+    plugin_given: TopologyPluginName | None = field(default=None, metadata=yaml(
+        "plugin", Enum(get_args(TopologyPluginName)),
+        "the topology plugin the cluster runs: tree (gpusub adds a class's switches) or block (its segment); "
+        "unset: tree when switches are named, else block"))
+
+    @property
+    def plugin(self) -> TopologyPluginName:
+        return self.plugin_given or ("tree" if self.switches else "block")
+
+    def leaves(self) -> tuple[Switch, ...]:
+        return tuple(s for s in self.switches if s.nodes)
+
+    def leaf_of(self, node: str) -> str | None:
+        return next((s.name for s in self.switches if node in s.nodes), None)
+
+    def block_of(self, node: str) -> str | None:
+        return next((b.name for b in self.blocks if node in b.nodes), None)
+
+    @property
+    def empty(self) -> bool:
+        return not self.switches and not self.blocks
+
+
 DEFAULT_MESSAGES: dict[str, str] = {
     "untyped_gpu": "untyped GPU request ({gpus} GPUs) in partition {partition}; name a GPU type",
     "unknown_gpu_type": "unknown GPU type {gpu_type!r}",
@@ -300,6 +364,8 @@ class Policy(Record):
         "prices", Section(Price), "price per GPU-hour per GPU type (slurm-gpu report)"))
     autoscale: Autoscale = field(default_factory=Autoscale, metadata=yaml(
         "autoscale", Nested(Autoscale), "thresholds of slurm-gpu report --autoscale"))
+    fabric: Fabric = field(default_factory=Fabric, metadata=yaml(
+        "fabric", Nested(Fabric), "the network between nodes: switches and NVLink blocks (docs/topology.md)"))
     source: str = ""  # absolute path of the top file
 
     def partition(self, name: str | None) -> Partition | None:

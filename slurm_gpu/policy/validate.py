@@ -25,8 +25,16 @@ if TYPE_CHECKING:
 
 REQ = object()  # marks a required field
 
-# yaml key, model attribute, converter (or a nested Spec), default
+# yaml key, model attribute, converter (or a nested Spec, or a SubList), default
 Spec = tuple[tuple[str, str, Any, Any], ...]
+
+
+@dataclass(frozen=True)
+class SubList:
+    """A list of mappings inside a nested mapping (kinds.Section there): each entry converted by ``spec``
+    and kept as its :class:`Entry`, so that cross checks name each entry's file, line and field."""
+
+    spec: Spec
 
 
 def spec_of(cls: type) -> Spec:
@@ -40,6 +48,8 @@ def spec_of(cls: type) -> Spec:
                    f.default_factory() if f.default_factory is not dataclasses.MISSING else REQ)
         if isinstance(meta, K.Nested):
             out.append((f.metadata["yaml"], f.name, spec_of(meta.cls), {}))
+        elif isinstance(meta, K.Section):
+            out.append((f.metadata["yaml"], f.name, SubList(spec_of(meta.cls)), ()))
         else:
             out.append((f.metadata["yaml"], f.name, F.converter(meta), default))
     return tuple(out)
@@ -125,6 +135,9 @@ def convert(ctx: Context, file: str, node: YNode, path: str, spec: Spec) -> Entr
             continue
         vnode = node.keys[ykey][1]
         entry.nodes[ykey] = vnode
+        if isinstance(conv, SubList):
+            entry.values[attr] = _sub_list(ctx, file, vnode, f"{path}.{ykey}", conv.spec)
+            continue
         if isinstance(conv, tuple):  # nested spec (class match)
             sub = convert(ctx, file, vnode, f"{path}.{ykey}", conv)
             entry.values[attr] = sub.values
@@ -136,6 +149,18 @@ def convert(ctx: Context, file: str, node: YNode, path: str, spec: Spec) -> Entr
             ctx.bad(file, exc.node or vnode, f"{path}.{ykey}", exc.found, exc.allowed)
             entry.values[attr] = None if default is REQ else default
     return entry
+
+
+def _sub_list(ctx: Context, file: str, node: YNode, path: str, spec: Spec) -> tuple[Entry, ...]:
+    if node.kind != "seq":
+        ctx.bad(file, node, path, F.describe(node), "a list of mappings with keys " + ", ".join(s[0] for s in spec))
+        return ()
+    out = []
+    for i, item in enumerate(node.items):
+        nm = item.keys.get("name", (None, None))[1] if item.kind == "map" else None
+        label = nm.value if nm is not None and isinstance(nm.value, str) and F.NAME_RE.match(nm.value) else None
+        out.append(convert(ctx, file, item, f"{path}.{label}" if label else f"{path}[{i}]", spec))
+    return tuple(out)
 
 
 MAX_FILES = 100  # the top file and its includes

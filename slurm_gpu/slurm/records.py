@@ -693,6 +693,11 @@ _JOB_FIELDS: tuple[tuple[str, Callable[[Mapping[str, Any]], str | None]], ...] =
     ("ArrayJobId", lambda j: _jcount(j.get("array_job_id")) if _num(j.get("array_job_id")) else None),
     ("ArrayTaskId", lambda j: (_jcount(j.get("array_task_id")) or _text(j.get("array_task_string")) or None)
      if _num(j.get("array_job_id")) else None),  # a pending array's own record: its tasks (0-2)
+    # the job's network placement (squeue --json=v0.0.42 on 24.11.5, measured; 22.05.8's JSON has neither)
+    ("ReqSwitch", lambda j: _jcount(j.get("required_switches")) if _num(j.get("required_switches")) else None),
+    ("Wait4Switch", lambda j: _jcount(j.get("maximum_switch_wait_time"))
+     if _num(j.get("required_switches")) else None),
+    ("SegmentSize", lambda j: _jcount(j.get("segment_size")) if _num(j.get("segment_size")) else None),
     ("HetJobId", lambda j: _jcount(j.get("het_job_id")) if _num(j.get("het_job_id")) else None),
     ("HetJobOffset", lambda j: _jcount(j.get("het_job_offset")) if _num(j.get("het_job_id")) else None),
 )

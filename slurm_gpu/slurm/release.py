@@ -233,6 +233,37 @@ REQUEUE_WORDS: tuple[str, ...] = ("expedite",)
 GPUS_PER_TASK_TYPE_LIST_SINCE: Version = (25, 5, 0)
 
 
+# The network topology Slurm reads (slurm_gpu.emit.topology). topology/tree (topology.conf SwitchName= Nodes=/
+# Switches=) on every release; topology/block (BlockName= Nodes=, BlockSizes=) from 23.11 (first tag with
+# src/plugins/topology/block: slurm-23-11-0-0rc1; topology.conf.5); topology.yaml from 25.05 (several topologies,
+# each `- topology: NAME` with `tree: {switches: [{switch, nodes|children}]}` or `block: {block_sizes, blocks:
+# [{block, nodes}]}`; topology.conf is ignored when it exists: topology.yaml.5, RELEASE_NOTES 25.05).
+# notes/field-notes-2026-12.md 1.7 and Q3. sbatch --switches=COUNT[@MAX-TIME] (tree) on every release; --segment
+# (block) from 24.05 (slurm_gpu/slurm/sbatch/table.py). Measured (tests/lab/test_topology_lab.py: the real
+# slurmctld reads each file and `scontrol show topology` prints it back): 22.05.8 topology/tree prints
+# "SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=..." (a spine: all nodes below it and Switches=); the job's
+# request shows only in scontrol's text ("Switches=1@00:01:00"; squeue's JSON has no field); a job waits
+# at most its bound, then starts across switches (Reason=Resources meanwhile). 24.11.5 topology/block prints
+# "BlockName=nvl1 BlockIndex=0 Nodes=a100n[1-2] BlockSize=2" and "AggregatedBlock=nvl[1-2] BlockIndex=2
+# Nodes=a100n[1-4] BlockSize=4" lines; squeue --json=v0.0.42 has required_switches/maximum_switch_wait_time;
+# a 2-node job (<= the base block) with the free nodes spread over blocks pends (Resources), even plain.
+# 26.05.5 reads topology.yaml without a TopologyPlugin line (tree as cluster_default prints "SwitchName=leaf1
+# Level=0 LinkSpeed=0 Nodes=..."; block as on 24.11).
+class TopologyFacts(NamedTuple):
+    """What a release reads of the network topology: its plugins and its file."""
+
+    plugins: tuple[str, ...]
+    file: str  # "topology.conf" or "topology.yaml"
+
+
+TOPOLOGY: tuple[tuple[Version, TopologyFacts], ...] = (
+    ((0, 0, 0), TopologyFacts(("tree",), "topology.conf")),
+    ((23, 11, 0), TopologyFacts(("tree", "block"), "topology.conf")),
+    ((25, 5, 0), TopologyFacts(("tree", "block"), "topology.yaml")),
+)
+SEGMENT_SINCE: Version = (24, 5, 0)  # sbatch --segment (slurm_gpu/slurm/sbatch/table.py)
+
+
 def since(table: tuple[tuple[Version, T], ...], version: Version | tuple[int, int]) -> T:
     """The value of a (first release, value) table at *version*: the last row not newer than it."""
     full = as_version(version)
@@ -309,4 +340,4 @@ __all__ = ["JSON_DIALECTS", "SlurmSpelling", "spelling_for", "parse_sbatch_versi
            "SHARD_GRES_USED", "PROLOG_TIMEOUT_KEYS", "DEVICE_ENV", "ENV_SINCE", "JOB_STATE_SINCE", "REQUEUE_WORDS",
            "GPUS_PER_TASK_TYPE_LIST_SINCE", "PLAIN_SPREADS_TASKS_OVER_SOCKETS", "SACCT_JOB_ZERO", "STDIO_PATHS",
            "SPECIAL_STEP_IDS", "MAX_NORMAL_STEP_ID", "BATCH_STEP_ID_ENV", "srun_step_id",
-           "GPUS_PER_NODE_WITH_GRES_GPU"]
+           "GPUS_PER_NODE_WITH_GRES_GPU", "TOPOLOGY", "SEGMENT_SINCE", "TopologyFacts"]

@@ -43,6 +43,7 @@ struct acct {
 
 struct gpu {
     char name[TEXT], uuid[TEXT], serial[TEXT], bus_id[TEXT];
+    char fabric[TEXT];  /* GPU fabric info "<clusterUuid>:<cliqueId>:<state>", "" = not supported */
     unsigned pci_device_id, pci_subsystem_id, minor;
     unsigned long long mem_total_mib, mem_reserved_mib, mem_used_mib;
     unsigned util_gpu, util_mem;

@@ -242,6 +242,44 @@ API int nvmlDeviceGetUUID(void *d, char *buf, unsigned n)
     return put(buf, n, h->kind == 1 ? g->uuid : g->cis[h->gi][h->ci].uuid);
 }
 
+/* nvmlGpuFabricInfo_t (nvml.h): the GPU's NVLink fabric registration, served from the recorded
+ * "gpu.N.fabric=<clusterUuid>:<cliqueId>:<state>" (docs/nvml_standin.md); NOT_SUPPORTED when none. */
+typedef struct {
+    unsigned char clusterUuid[16];
+    int status;
+    unsigned int cliqueId;
+    unsigned int state;
+} fabric_info_t;
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+API int nvmlDeviceGetGpuFabricInfo(void *d, fabric_info_t *info)
+{
+    DEVICE("nvmlDeviceGetGpuFabricInfo", d);
+    if (!info) return E_INVALID_ARGUMENT;
+    if (!g->fabric[0]) return E_NOT_SUPPORTED;
+    const char *p = g->fabric;
+    unsigned char uuid[16];
+    int n = 0;
+    for (; *p && *p != ':'; p++) {
+        if (*p == '-') continue;
+        int hi = hexval(*p), lo = p[1] ? hexval(p[1]) : -1;
+        if (hi < 0 || lo < 0 || n >= 16) return E_UNKNOWN;
+        uuid[n++] = (unsigned char)(hi << 4 | lo);
+        p++;
+    }
+    unsigned clique = 0, state = 0;
+    if (n != 16 || *p != ':' || sscanf(p + 1, "%u:%u", &clique, &state) != 2 || state > 3) return E_UNKNOWN;
+    memcpy(info->clusterUuid, uuid, 16);
+    info->status = OK;
+    info->cliqueId = clique;
+    info->state = state;
+    return OK;
+}
+
 API int nvmlDeviceGetSerial(void *d, char *buf, unsigned n)
 {
     DEVICE("nvmlDeviceGetSerial", d);

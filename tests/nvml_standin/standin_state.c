@@ -89,7 +89,7 @@ static int gpu_key(struct gpu *g, const char *k, const char *v)
     int n;
 #define U(key, field, max) if (!strcmp(k, key)) { if (!num(v, max, &x)) return 0; g->field = x; return 1; }
 #define T(key, field) if (!strcmp(k, key)) return text(g->field, sizeof g->field, v);
-    T("name", name) T("uuid", uuid) T("serial", serial) T("bus_id", bus_id) T("cpus", cpus)
+    T("name", name) T("uuid", uuid) T("serial", serial) T("bus_id", bus_id) T("cpus", cpus) T("fabric", fabric)
     U("pci_device_id", pci_device_id, 0xffffffffu) U("pci_subsystem_id", pci_subsystem_id, 0xffffffffu)
     U("minor", minor, 255) U("memory_total_mib", mem_total_mib, 1ULL << 40)
     U("memory_reserved_mib", mem_reserved_mib, 1ULL << 40) U("memory_used_mib", mem_used_mib, 1ULL << 40)
@@ -352,6 +352,7 @@ static int serialise(FILE *f)
         const struct gpu *g = &N.gpus[i];
 #define P(fmt, ...) fprintf(f, "gpu.%u." fmt "\n", i, __VA_ARGS__)
         P("name=%s", g->name); P("uuid=%s", g->uuid); P("serial=%s", g->serial); P("bus_id=%s", g->bus_id);
+        P("fabric=%s", g->fabric);
         P("pci_device_id=0x%08X", g->pci_device_id); P("pci_subsystem_id=0x%08X", g->pci_subsystem_id);
         P("minor=%u", g->minor); P("memory_total_mib=%llu", g->mem_total_mib);
         P("memory_reserved_mib=%llu", g->mem_reserved_mib); P("memory_used_mib=%llu", g->mem_used_mib);

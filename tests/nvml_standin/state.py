@@ -103,6 +103,8 @@ def _gpu_lines(i: int, g: dict[str, Any], epoch_ms: int) -> list[str]:
         "name": g["name"],
         "uuid": g["uuid"],
         "serial": g.get("serial", ""),
+        # nvmlDeviceGetGpuFabricInfo: {"cluster_uuid", "clique_id", "state"} recorded per GPU; none: NOT_SUPPORTED
+        "fabric": "" if not g.get("fabric") else "{cluster_uuid}:{clique_id}:{state}".format(**g["fabric"]),
         "bus_id": g["bus_id"],
         "pci_device_id": g.get("pci_device_id", "0"),
         "pci_subsystem_id": g.get("pci_subsystem_id", "0"),

@@ -91,6 +91,10 @@ REACH = {
         "spot": JobRequest(gpus=4, gpu_type="h100", job_class="spot"),
         "train": JobRequest(gpus=8),
     },
+    "fabric-lab.yaml": {
+        "multinode": JobRequest(gpus_per_node=4, nodes=2),
+        "single": JobRequest(gpus=1),
+    },
     "smallgroup.yaml": {
         "notebook": JobRequest(gpu_fraction=0.3, interactive=True),
         "short": JobRequest(gpus=1, time_limit_min=60),

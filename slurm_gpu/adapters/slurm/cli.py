@@ -229,6 +229,12 @@ class SbatchCli:
         """``scontrol show partition -o`` (JobDefaults=DefCpuPerGPU=…,DefMemPerGPU=…)."""
         return self._text([self.scontrol, "show", "partition", "-o"])
 
+    def topology_text(self) -> str:
+        """``scontrol show topology`` (leaf switches, blocks); "" when Slurm has none or refuses."""
+        self.preflight()
+        rc, out, _err = self._run([self.scontrol, "show", "topology"])
+        return out if rc == 0 else ""
+
     def gres_conf_text(self) -> str | None:
         """gres.conf beside the slurm.conf in use (its ``Cores=`` give each GPU's socket); None when it
         cannot be read (a login node without it: the picture then groups no sockets)."""

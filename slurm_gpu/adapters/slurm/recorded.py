@@ -67,5 +67,8 @@ class RecordedCluster:
     def gres_conf_text(self) -> str | None:
         return self._read("gres.conf")
 
+    def topology_text(self) -> str:
+        return self._read("topology.txt") or ""  # scontrol show topology > topology.txt
+
 
 __all__ = ["RecordedCluster"]

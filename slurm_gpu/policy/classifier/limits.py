@@ -51,6 +51,7 @@ def defaults(st: State, c: JobClass, part: Partition) -> None:
                               "default cpus_per_gpu: topology)")
     for opt in c.options:
         st.add(opt)
+    locality(st, c, part)
     if c.checkpoint_required:
         st.add("--requeue")
         st.add(f"--signal=B:{d.ckpt_signal}@{d.signal_lead_time_s}")
@@ -60,6 +61,80 @@ def defaults(st: State, c: JobClass, part: Partition) -> None:
         st.warnings.append(f"partition {part.name} is preemptible: the job can be requeued (grace "
                            f"{part.grace_time_s}s, up to {d.max_requeues} requeues); checkpoint on "
                            f"SIG{d.ckpt_signal}/SIGTERM")
+
+
+def parse_switches(text: str) -> tuple[int, int | None]:
+    """A class's ``switches`` (sbatch's --switches): ``COUNT[@MAX-WAIT]`` -> (count, wait in seconds or None,
+    Slurm's max_switch_wait). ValueError when it is not that."""
+    from slurm_gpu.units import parse_time_seconds
+
+    count, at, wait = text.strip().partition("@")
+    if not count.isascii() or not count.isdigit() or not 1 <= int(count) <= 1024 or (at and not wait):
+        raise ValueError(text)
+    return int(count), parse_time_seconds(wait) if at else None
+
+
+def _largest_unit(units: tuple[tuple[str, frozenset[str]], ...], nodes: tuple[str, ...]) -> tuple[str, int]:
+    """The fabric unit (leaf switch or block) holding most of ``nodes``, and how many it holds."""
+    best = ("", 0)
+    for name, members in units:
+        held = sum(1 for n in nodes if n in members)
+        if held > best[1]:
+            best = (name, held)
+    return best
+
+
+def locality(st: State, c: JobClass, part: Partition) -> None:
+    """The class's network locality for a multi-node job, by the plugin the fabric says the cluster runs:
+    ``--switches=COUNT@WAIT`` (topology/tree: one leaf switch) or ``--segment=NODES`` (topology/block: one
+    block), added only where it cannot change the job's shape or make it
+    unschedulable: a fixed node count of 2 or more (-N N, no range), no -w, nothing of the user's own
+    (--switches, --segment, --spread-job), and a leaf switch (block) of the partition that holds that many
+    of its nodes; a job larger than any is never confined."""
+    fab = st.policy.fabric
+    if not ((c.switches and fab.plugin == "tree") or (c.segment and fab.plugin == "block")):
+        return
+    r = st.request
+    n = r.nodes or 0  # -N's minimum: the job's node count when no range is given
+    why = ""
+    if r.locality_given:
+        why = "the job gives its own --switches/--segment/--spread-job"
+    elif n < 2:
+        why = "not a multi-node job with -N"
+    elif r.nodes_max is not None and r.nodes_max != n:
+        why = f"-N {n}-{r.nodes_max}: Slurm chooses the node count"
+    elif r.nodelist:
+        why = "-w names the nodes"
+    if why:
+        st.reasons.append(f"locality: none ({why})")
+        return
+    members = tuple(n_ for n_ in st.policy.partition_nodes(part.name) if n_ not in r.exclude)
+    if fab.plugin == "block":
+        name, held = _largest_unit(tuple((b.name, frozenset(b.nodes)) for b in fab.blocks), members)
+        if held >= n:
+            st.add(f"--segment={n}")
+            st.reasons.append(f"locality: --segment={n}: the {n} nodes in one block (block {name} holds {held} "
+                              f"nodes of partition {part.name}); it waits for one, without a time bound "
+                              "(--segment has none)")
+            return
+        st.reasons.append(f"locality: no --segment: {n} nodes exceed every block of partition {part.name} "
+                          f"(largest: {held})")
+        return
+    if c.switches:
+        count, wait = parse_switches(c.switches)
+        name, held = _largest_unit(tuple((s.name, frozenset(s.nodes)) for s in fab.leaves()), members)
+        if count == 1 and held < n:
+            st.reasons.append(f"locality: no --switches: {n} nodes exceed every leaf switch of partition "
+                              f"{part.name} (largest: {held})")
+            return
+        if not fab.leaves():
+            st.reasons.append("locality: no --switches: the policy's fabric names no leaf switch")
+            return
+        st.add(f"--switches={c.switches}")
+        bound = f"waits at most {format_time_minutes(-(-wait // 60))} for it, then starts across switches" \
+            if wait is not None else "waits up to Slurm's max_switch_wait for it"
+        st.reasons.append(f"locality: --switches={c.switches}: the {n} nodes under at most {count} leaf switch"
+                          f"{'es' if count > 1 else ''} (e.g. {name}, {held} nodes); {bound}")
 
 
 def set_time(st: State) -> None:

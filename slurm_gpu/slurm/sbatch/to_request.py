@@ -97,6 +97,8 @@ def to_job_request(sub: Submission, user: str | None = None, groups: Iterable[st
         nodelist=_hosts(hosts),
         exclude=_hosts(get("exclude")),
         comment=get("comment"),
+        locality_given=any(get(k) is not None for k in ("switches", "segment", "spread-job")),
+        nodes_max=sv.parse_nodes_range(nodes_text)[1] if (nodes_text := get("nodes")) else None,
     )
 
 
