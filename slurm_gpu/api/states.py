@@ -21,7 +21,7 @@ OUTCOMES: dict[str, str] = {
 REASON_OUTCOMES: dict[str, str] = {"OutOfMemory": "oom", "NodeDown": "node_fail", "NodeFail": "node_fail"}
 
 # squeue -O fields read for every job (none of them user text): JobArrayID prints ``A_i`` for an array task
-SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "RestartCnt", "exit_code", "PreemptTime")
+SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "RestartCnt", "exit_code", "PreemptTime", "Requeue")
 SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason")
 
 
@@ -36,9 +36,14 @@ class JobStatus:
     exit_code: str = ""
     preempted_at: str | None = None  # squeue's PreemptTime when set
     source: str = "squeue"
+    requeue: bool = False  # the job may be requeued (squeue's Requeue=1)
 
     @property
     def finished(self) -> bool:
+        """Slurm's state is final; PREEMPTED only for a job that cannot be requeued (a requeueable
+        preempted job comes back PENDING: PreemptMode=REQUEUE)."""
+        if self.state == "PREEMPTED":
+            return not self.requeue
         return self.state not in ACTIVE_STATES
 
     @property
@@ -67,12 +72,12 @@ def parse_squeue(text: str) -> dict[str, JobStatus]:
         parts = line.split("|")
         if len(parts) < len(SQUEUE_FIELDS):
             continue
-        jid, state, reason, restarts, code, preempt = (p.strip() for p in parts[:len(SQUEUE_FIELDS)])
+        jid, state, reason, restarts, code, preempt, requeue = (p.strip() for p in parts[:len(SQUEUE_FIELDS)])
         if not jid or "[" in jid:
             continue
         out[jid] = JobStatus(jid, state.split()[0] if state else "UNKNOWN", _unset(reason),
                              int(restarts) if is_digits(restarts) and len(restarts) < 10 else 0, code,
-                             _unset(preempt))
+                             _unset(preempt), requeue=requeue == "1")
     return out
 
 

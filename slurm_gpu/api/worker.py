@@ -98,7 +98,7 @@ def task_record(task: tuple[Any, tuple[Any, ...], dict[str, Any]]) -> dict[str, 
     """The task file's outer record: plain data (sys.path to import the function's module), then the payload."""
     from slurm_gpu.api.folder import dumps
 
-    return {"format": 1, "sys_path": [p for p in sys.path if p], "payload": dumps(task)}
+    return {"format": 1, "sys_path": [p or os.getcwd() for p in sys.path], "payload": dumps(task)}
 
 
 def run(folder_path: str, key: str, env: MutableMapping[str, str]) -> int:
