@@ -50,6 +50,7 @@ EDGES = {
     "api/poller.py": "one squeue per interval for every job handle, sacct for those that left the queue",
     "api/executor.py": "the Executor: gpusub's prepare/render and the Slurm adapter, job handles",
     "api/local.py": "LocalExecutor/DebugExecutor: subprocesses, signals, the checkpoint protocol's restarts",
+    "api/__main__.py": "python -m slurm_gpu.api: the job side's entry point",
     "api/worker.py": "the job side: loads the task, runs it, writes the result, checkpoints on the signal",
     "api/command.py": "Command: a command line run in the job (subprocess)",
     "checkpoint/job.py": "the job's side of the checkpoint protocol: environment, stop signal, marker store",

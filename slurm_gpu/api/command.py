@@ -29,8 +29,8 @@ class Command:
 
     def __call__(self, *extra: str) -> str:
         env = {**os.environ, **self.env}
-        proc = subprocess.run([*self.argv, *map(str, extra)], env=env, cwd=self.cwd, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, check=False, encoding="utf-8", errors="replace")
+        proc = subprocess.run([*self.argv, *map(str, extra)], env=env, cwd=self.cwd, capture_output=True,
+                              check=False, encoding="utf-8", errors="replace")
         if proc.returncode != 0:
             raise CommandFailed(self.argv, proc.returncode, proc.stderr)
         return proc.stdout

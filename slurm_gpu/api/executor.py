@@ -63,7 +63,7 @@ PARAMETERS: dict[str, Callable[[Any], list[str]]] = {
     "mem_gb": lambda v: [f"--mem={int(v)}G"], "mem": _opt("--mem"), "mem_per_gpu": _opt("--mem-per-gpu"),
     "partition": _opt("--partition"), "qos": _opt("--qos"), "account": _opt("--account"),
     "constraint": _opt("--constraint"), "exclude": _opt("--exclude"), "nodelist": _opt("--nodelist"),
-    "exclusive": _flag("--exclusive"), "signal": _opt("--signal"), "comment": _opt("--comment"),
+    "gres": _opt("--gres"), "exclusive": _flag("--exclusive"), "signal": _opt("--signal"), "comment": _opt("--comment"),
     "dependency": _opt("--dependency"), "reservation": _opt("--reservation"), "chdir": _opt("--chdir"),
     # gpusub's own
     "gpu_fraction": _opt("--gpu-fraction"), "mig": _opt("--mig"), "mps": _opt("--mps"), "cls": _opt("--class"),
@@ -174,7 +174,7 @@ class Job:
             return None
         st = self.status()
         if res is None:
-            outcome = st.outcome if st is not None else "unknown"
+            outcome = (st.outcome if st is not None else None) or "unknown"
             if outcome == "completed" and st is not None and st.preempted_at:
                 outcome = "preempted"  # stopped at a checkpoint after a preemption, requeues exhausted
             why = f" ({st.reason})" if st is not None and st.reason else ""
@@ -323,7 +323,7 @@ class Executor:
         return read_max_submit(text, qos or "normal") if text else None
 
     def _command(self, key: str, offset: int | None) -> str:
-        cmd = [self.python, "-m", "slurm_gpu.api.worker", self.folder.path, key]
+        cmd = [self.python, "-m", "slurm_gpu.api", self.folder.path, key]
         if offset is not None:
             cmd += ["--array", str(offset)]
         return "exec " + shlex.join(cmd)
@@ -519,7 +519,7 @@ class Allocation:
         out = open_append(ex.folder.file(f"{key}.out"), 0o600)
         err = open_append(ex.folder.file(f"{key}.err"), 0o600)
         argv = ["srun", f"--jobid={self.job_id}", "--overlap", f"--ntasks={ntasks}", *srun,
-                ex.python, "-m", "slurm_gpu.api.worker", ex.folder.path, key]
+                ex.python, "-m", "slurm_gpu.api", ex.folder.path, key]
         proc = subprocess.Popen(argv, env=ex.env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
         os.close(out)
         os.close(err)

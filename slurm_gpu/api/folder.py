@@ -30,7 +30,7 @@ MODE = 0o600
 def dumps(obj: object) -> bytes:
     """cloudpickle when installed (functions defined in __main__ or a notebook), else pickle."""
     try:
-        import cloudpickle
+        import cloudpickle  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError:
         return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     data: bytes = cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)

@@ -25,8 +25,8 @@ from typing import Any
 from slurm_gpu.api.executor import Job, check_parameters
 from slurm_gpu.api.folder import Folder
 from slurm_gpu.api.states import JobStatus
-from slurm_gpu.api.worker import task_record
 from slurm_gpu.api.worker import run as run_worker
+from slurm_gpu.api.worker import task_record
 
 LOCAL_PARAMETERS = ("tasks_per_node", "timeout_min", "checkpoint", "max_requeues", "ckpt_signal", "ckpt_grace",
                     "visible_gpus", "array_parallelism", "name")
@@ -71,7 +71,7 @@ class _LocalRun:
         err = open_append(self.ex.folder.file(self.job.err_name), 0o600)
         try:
             self.procs = [subprocess.Popen(
-                [self.ex.python, "-m", "slurm_gpu.api.worker", self.ex.folder.path, self.job.key],
+                [self.ex.python, "-m", "slurm_gpu.api", self.ex.folder.path, self.job.key],
                 env=self.env_for(rank, world, ckpt_dir), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 start_new_session=True) for rank in range(world)]
         finally:

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The job side: ``python -m slurm_gpu.api.worker FOLDER KEY [--array OFFSET]`` loads ``KEY.task.pkl``
+"""The job side: ``python -m slurm_gpu.api FOLDER KEY [--array OFFSET]`` loads ``KEY.task.pkl``
 (an array task: ``KEY_<OFFSET + SLURM_ARRAY_TASK_ID>``), runs it and writes ``KEY.result.pkl``.
 
 The environment contract (the same under Slurm and LocalExecutor): RANK, LOCAL_RANK, WORLD_SIZE,
@@ -54,8 +54,9 @@ def rank_env(env: Mapping[str, str]) -> dict[str, str]:
 def _result_error(exc: BaseException) -> tuple[str, str, str, str, bytes | None]:
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     try:
-        pickled: bytes | None = pickle.dumps(exc)
-        pickle.loads(pickled)  # noqa: S301 (our own bytes: does it come back?)
+        data = pickle.dumps(exc)
+        pickle.loads(data)  # noqa: S301 (our own bytes: does it come back?)
+        pickled: bytes | None = data
     except Exception:
         pickled = None
     return ("error", type(exc).__qualname__, str(exc), tb, pickled)
@@ -147,7 +148,7 @@ def run(folder_path: str, key: str, env: MutableMapping[str, str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) not in (2, 4) or (len(args) == 4 and args[2] != "--array"):
-        sys.stderr.write("usage: python -m slurm_gpu.api.worker FOLDER KEY [--array OFFSET]\n")
+        sys.stderr.write("usage: python -m slurm_gpu.api FOLDER KEY [--array OFFSET]\n")
         return EXIT_SETUP
     key = args[1]
     if len(args) == 4:

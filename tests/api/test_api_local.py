@@ -19,14 +19,13 @@ from slurm_gpu.api.executor import parameter_options
 from slurm_gpu.api.folder import Folder
 from slurm_gpu.api.states import parse_sacct, parse_squeue
 from slurm_gpu.errors import UsageError
-
 from tests.api import api_tasks
-
 
 # ---- pure -------------------------------------------------------------------------------------
 
 def test_squeue_states_and_outcomes_come_from_slurm() -> None:
-    text = ("7|RUNNING|None|0|0:0|N/A|0|\n7_3|PENDING|JobArrayTaskLimit|0|0:0|N/A|0|\n8|TIMEOUT|TimeLimit|0|0:15|N/A|0|\n"
+    text = ("7|RUNNING|None|0|0:0|N/A|0|\n7_3|PENDING|JobArrayTaskLimit|0|0:0|N/A|0|\n"
+            "8|TIMEOUT|TimeLimit|0|0:15|N/A|0|\n"
             "9|PREEMPTED|None|1|0:15|2026-12-02T06:00:00|0|\n10|OUT_OF_MEMORY|OutOfMemory|0|0:125|N/A|0|\n"
             "11|NODE_FAIL|NodeDown|0|0:0|N/A|0|\n12_[4-9%2]|PENDING|JobArrayTaskLimit|0|0:0|N/A|0|\n"
             "14|PREEMPTED|None|0|0:15|2026-12-02T06:00:00|1|\n")
