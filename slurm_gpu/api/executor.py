@@ -245,7 +245,7 @@ def wait_all(jobs: Sequence[Job], progress: bool = True, out: IO[str] | None = N
 
 # ---- the executor -----------------------------------------------------------------------------
 
-class _Rate:
+class RateLimit:
     """At most ``rate`` calls per second (one slot each)."""
 
     def __init__(self, rate: float) -> None:
@@ -277,7 +277,7 @@ class Executor:
         self.parameters: dict[str, Any] = {}
         self.poller = poller or shared_poller(self.env, interval_s=poll_interval_s,
                                               max_interval_s=max_poll_interval_s)
-        self._rate = _Rate(DEFAULT_SUBMIT_RATE)
+        self._rate = RateLimit(DEFAULT_SUBMIT_RATE)
         self._batch: list[tuple[Job, Task]] | None = None
         self._backend: Any = None
         self._lock = threading.Lock()
@@ -287,7 +287,7 @@ class Executor:
     def update_parameters(self, **kwargs: Any) -> None:
         self.parameters.update(check_parameters(kwargs))
         if "submit_rate" in self.parameters:
-            self._rate = _Rate(float(self.parameters["submit_rate"]))
+            self._rate = RateLimit(float(self.parameters["submit_rate"]))
 
     def gpusub_options(self) -> list[str]:
         return parameter_options(self.parameters)
@@ -361,6 +361,15 @@ class Executor:
                 pass
         return rendered.text, int(result.job_id), prep.decision.qos
 
+    def _qos_of(self, argv: list[str]) -> str | None:
+        """The QOS the policy decides for a command line (gpusub's prepare step; nothing submitted)."""
+        if self.parameters.get("max_submit"):
+            return None
+        from slurm_gpu.submit import gpusub
+
+        qos: str | None = gpusub.prepare(argv, self.env, self.backend()).decision.qos
+        return qos
+
     # -- submission ---------------------------------------------------------------------------
     def _write_task(self, name: str, task: Task) -> None:
         self.folder.write_obj(f"{name}.task.pkl", task_record(task))
@@ -408,21 +417,16 @@ class Executor:
             return []
         base = uuid.uuid4().hex[:12]
         throttle = self.parameters.get("array_parallelism")
-        chunks = plan_arrays(len(tasks), self.max_array_size(), None, int(throttle) if throttle else None)
+        max_submit = self.max_submit(self._qos_of(self.job_argv(base, "0", 0)))
+        chunks = plan_arrays(len(tasks), self.max_array_size(), max_submit, int(throttle) if throttle else None)
         for k, task in enumerate(tasks):
             self._write_task(f"{base}_{k}", task)
         jobs: list[Job] = []
-        max_submit: int | None = -1
         for chunk in chunks:
             argv = self.job_argv(base, chunk.spec, chunk.start)
-            if max_submit is not None and max_submit != -1:
+            if max_submit:
                 self._room_for(chunk.count, max_submit, jobs)
-            script, job_id, qos = self._sbatch(argv)
-            if max_submit == -1:  # asked once, after the first array named its QOS
-                max_submit = self.max_submit(qos)
-                if max_submit is not None and chunk.count > max_submit:
-                    raise SubmitError(f"an array of {chunk.count} tasks exceeds the QOS's MaxSubmitJobs "
-                                      f"({max_submit}); set max_submit={max_submit}")
+            script, job_id, _qos = self._sbatch(argv)
             for i in range(chunk.count):
                 k = chunk.start + i
                 stem = f"{base}.{chunk.start}_{i}"

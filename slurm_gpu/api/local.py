@@ -19,7 +19,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from slurm_gpu.api.executor import Job, check_parameters
@@ -166,6 +167,21 @@ class LocalExecutor:
     def map_array(self, fn: Callable[..., Any], *iterables: Iterable[Any]) -> list[Job]:
         items = list(zip(*iterables, strict=True)) if len(iterables) > 1 else [(x,) for x in iterables[0]]
         return [self.submit(fn, *a) for a in items]
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """As Executor.batch (here each submission starts at once)."""
+        yield
+
+    @contextmanager
+    def allocation(self, **parameters: Any) -> Iterator[LocalExecutor]:
+        """As Executor.allocation: here each step is a local job with these parameters."""
+        saved = dict(self.parameters)
+        self.update_parameters(**parameters)
+        try:
+            yield self
+        finally:
+            self.parameters = saved
 
     def preempt(self, job: Job) -> None:
         """Send the stop signal as a preemption would (the job checkpoints and restarts)."""

@@ -125,6 +125,22 @@ out["sbatch"] = ex.sbatch_calls
     assert f"0-{limit - 1}%8" in out["specs"]
 
 
+def test_batch_and_max_submit_split_into_arrays(slurm_lab) -> None:
+    out = drive(slurm_lab, """
+ex.update_parameters(timeout_min=5, max_submit=10)
+with ex.batch():
+    early = [ex.submit(api_tasks.square, x) for x in range(3)]
+out["batch"] = [j.result() for j in early]
+out["batch_arrays"] = sorted({j.job_id.split("_")[0] for j in early})
+jobs = ex.map_array(api_tasks.square, range(25))  # MaxSubmitJobs 10: arrays of 10, each once there is room
+wait_all(jobs, progress=False, timeout_s=600)
+out["results"] = [j.result() for j in jobs]
+out["arrays"] = sorted({j.job_id.split("_")[0] for j in jobs})
+""", timeout_s=900)
+    assert out["batch"] == [0, 1, 4] and len(out["batch_arrays"]) == 1
+    assert out["results"] == [x * x for x in range(25)] and len(out["arrays"]) == 3
+
+
 def test_a_checkpointable_callable_preempted_twice_resumes_to_the_exact_result(slurm_lab) -> None:
     out = drive(slurm_lab, """
 ex.update_parameters(cls="spot", gres="gpu:a100:4", nodelist="a100n1", timeout_min=10, checkpoint=True)

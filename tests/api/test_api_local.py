@@ -181,3 +181,20 @@ def test_cancel_ends_a_local_job(tmp_path) -> None:
     job.wait(timeout_s=30)
     assert job.state == "CANCELLED"
     _ = signal.SIGUSR2
+
+
+def test_an_allocation_running_three_steps(tmp_path) -> None:
+    ex = LocalExecutor(tmp_path / "jobs")
+    with ex.allocation(timeout_min=5) as alloc:
+        steps = [alloc.submit(api_tasks.add, k, k) for k in range(3)]
+        assert [s.result() for s in steps] == [0, 2, 4]
+
+
+def test_the_submission_rate_is_bounded() -> None:
+    from slurm_gpu.api.executor import RateLimit
+
+    rate = RateLimit(20.0)
+    start = time.monotonic()
+    for _ in range(6):
+        rate.take()
+    assert time.monotonic() - start >= 5 / 20.0 - 0.01  # 6 calls: 5 gaps of 50 ms at least
