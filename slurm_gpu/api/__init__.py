@@ -12,8 +12,8 @@ May import the core, ``submit`` (gpusub's prepare and render) and ``adapters``.
 
 from __future__ import annotations
 
-from slurm_gpu.api.executor import Command, Executor, FailedJobError, Job, Resubmission, wait_all
+from slurm_gpu.api.executor import Command, Executor, FailedJobError, Job, RequeueCommand, Resubmission, wait_all
 from slurm_gpu.api.local import DebugExecutor, LocalExecutor
 
-__all__ = ["Executor", "LocalExecutor", "DebugExecutor", "Job", "Command", "Resubmission", "FailedJobError",
-           "wait_all"]
+__all__ = ["Executor", "LocalExecutor", "DebugExecutor", "Job", "Command", "RequeueCommand", "Resubmission",
+           "FailedJobError", "wait_all"]

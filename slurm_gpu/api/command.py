@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """``Command(["prog", "arg"])``: a shell command as a task (submitit's ``CommandFunction``). Its result is
-its standard output; a non-zero exit raises ``CommandFailed`` with the tail of its standard error."""
+its standard output (also copied to the job's); its standard error is the job's; a non-zero exit raises
+``CommandFailed``."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 
 
@@ -13,7 +15,7 @@ class CommandFailed(RuntimeError):
     """The command exited non-zero (its exit status in ``returncode``)."""
 
     def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
-        super().__init__(f"{' '.join(argv)[:200]} exited with status {returncode}: {stderr[-2000:]}")
+        super().__init__(f"{' '.join(argv)[:200]} exited with status {returncode} ({stderr[-2000:]})")
         self.returncode = returncode
 
 
@@ -29,14 +31,28 @@ class Command:
 
     def __call__(self, *extra: str) -> str:
         env = {**os.environ, **self.env}
-        proc = subprocess.run([*self.argv, *map(str, extra)], env=env, cwd=self.cwd, capture_output=True,
+        # stdout is the result (and goes to the job's stdout too); stderr goes straight to the job's
+        proc = subprocess.run([*self.argv, *map(str, extra)], env=env, cwd=self.cwd, stdout=subprocess.PIPE,
                               check=False, encoding="utf-8", errors="replace")
+        sys.stdout.write(proc.stdout)
+        sys.stdout.flush()
         if proc.returncode != 0:
-            raise CommandFailed(self.argv, proc.returncode, proc.stderr)
+            raise CommandFailed(self.argv, proc.returncode, "see the job's stderr")
         return proc.stdout
 
     def __repr__(self) -> str:
         return f"Command({self.argv!r})"
 
 
-__all__ = ["Command", "CommandFailed"]
+class RequeueCommand(Command):
+    """A Command requeued by the checkpoint protocol (``checkpoint=True``): on the stop signal (which the
+    command itself gets too, from the rendered script) it is resubmitted as it is, so the job is
+    requeued and the command runs again; it resumes from its own state (GPUSUB_RESUME_FROM, its files)."""
+
+    def checkpoint(self, *extra: str) -> object:
+        from slurm_gpu.api.task import Resubmission
+
+        return Resubmission(self, tuple(extra), {})
+
+
+__all__ = ["Command", "RequeueCommand", "CommandFailed"]

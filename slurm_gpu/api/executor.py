@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import IO, Any
 
 from slurm_gpu.api.arrays import DEFAULT_MAX_ARRAY_SIZE, plan_arrays, read_max_array_size, read_max_submit
-from slurm_gpu.api.command import Command
+from slurm_gpu.api.command import Command, RequeueCommand
 from slurm_gpu.api.folder import Folder
 from slurm_gpu.api.poller import Poller, shared_poller
 from slurm_gpu.api.states import JobStatus
@@ -570,5 +570,5 @@ class _StepOwner:
         self.steps[job.job_id or ""].proc.terminate()
 
 
-__all__ = ["Executor", "Job", "Command", "Resubmission", "FailedJobError", "wait_all", "Allocation",
+__all__ = ["Executor", "Job", "Command", "RequeueCommand", "Resubmission", "FailedJobError", "wait_all", "Allocation",
            "parameter_options", "PARAMETERS"]

@@ -85,9 +85,12 @@ class _LocalRun:
             if self.state != "RUNNING" or self.stop_why is not None:
                 return
             self.stop_why = why
-            for p in self.procs:
+            for p in self.procs:  # the task's whole process group, as the rendered script does
                 if p.poll() is None:
-                    p.send_signal(self.signal)
+                    try:
+                        os.killpg(p.pid, self.signal)
+                    except ProcessLookupError:
+                        pass
 
     def run(self) -> None:
         """The job's life: runs, stops, restarts, final state."""

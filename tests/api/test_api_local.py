@@ -13,7 +13,7 @@ import time
 import pytest
 
 from slurm_gpu.adapters.fs import Untrusted
-from slurm_gpu.api import Command, DebugExecutor, FailedJobError, LocalExecutor, wait_all
+from slurm_gpu.api import Command, DebugExecutor, FailedJobError, LocalExecutor, RequeueCommand, wait_all
 from slurm_gpu.api.arrays import plan_arrays, read_max_array_size, read_max_submit
 from slurm_gpu.api.executor import parameter_options
 from slurm_gpu.api.folder import Folder
@@ -198,3 +198,17 @@ def test_the_submission_rate_is_bounded() -> None:
     for _ in range(6):
         rate.take()
     assert time.monotonic() - start >= 5 / 20.0 - 0.01  # 6 calls: 5 gaps of 50 ms at least
+
+
+def test_a_shell_command_is_requeued_on_the_stop_signal_and_resumes_from_its_own_state(tmp_path) -> None:
+    state = tmp_path / "n"
+    script = (f"n=$(cat {state} 2>/dev/null || echo 0); echo start $n >&2; while [ $n -lt 40 ]; do n=$((n+1)); "
+              f"echo $n > {state}; sleep 0.05; done; echo done $n")
+    ex = LocalExecutor(tmp_path / "jobs")
+    ex.update_parameters(checkpoint=True, max_requeues=2)
+    job = ex.submit(RequeueCommand(["bash", "-c", script]))
+    _wait_for(lambda: state.exists() and int(state.read_text() or 0) >= 5)
+    ex.preempt(job)
+    assert job.result() == "done 40\n" and job.restarts == 1
+    starts = [int(line.split()[1]) for line in (job.stderr() or "").splitlines() if line.startswith("start ")]
+    assert starts[0] == 0 and starts[1] >= 5, job.stderr()
