@@ -37,19 +37,23 @@ class Poller:
         self.clock = clock
         self.calls: Counter[str] = Counter()
         self._ids: set[str] = set()
+        self._active: set[str] = set()  # added and not seen finished
         self._status: dict[str, JobStatus] = {}
         self._last = float("-inf")
         self._lock = threading.Lock()
 
     def add(self, job_ids: Iterable[str]) -> None:
         with self._lock:
-            self._ids.update(job_ids)
+            ids = list(job_ids)
+            self._ids.update(ids)
+            self._active.update(j for j in ids if not (j in self._status and self._status[j].finished))
             self.interval_s = self.min_interval_s
 
     def forget(self, job_ids: Iterable[str]) -> None:
         with self._lock:
             for j in job_ids:
                 self._ids.discard(j)
+                self._active.discard(j)
 
     def status(self, job_id: str, fresh: bool = False) -> JobStatus | None:
         self.refresh(force=fresh)
@@ -60,16 +64,15 @@ class Poller:
 
     def refresh(self, force: bool = False) -> bool:
         """One squeue call for every active handle when the interval has passed (or ``force``); False
-        when it was not yet due."""
+        when it was not yet due or no job is active. O(1) when not due: a caller may ask per job."""
         with self._lock:
-            active = {j for j in self._ids if not (j in self._status and self._status[j].finished)}
-            if not active or (not force and self.clock() < self._last + self.interval_s):
+            if not self._active or (not force and self.clock() < self._last + self.interval_s):
                 return False
             self._last = self.clock()
             seen = self._squeue()
             changed = False
             gone: list[str] = []
-            for jid in active:
+            for jid in list(self._active):
                 new = seen.get(jid)
                 if new is None:
                     gone.append(jid)
@@ -78,10 +81,13 @@ class Poller:
                 if old is None or (old.state, old.restarts) != (new.state, new.restarts):
                     changed = True
                 self._status[jid] = new
+                if new.finished:
+                    self._active.discard(jid)
             if gone:
                 for jid, rec in self._sacct(gone).items():
                     if rec.finished:
                         self._status[jid] = rec
+                        self._active.discard(jid)
                         changed = True
             self.interval_s = self.min_interval_s if changed else min(self.max_interval_s, self.interval_s * 1.5)
             return True
