@@ -2,7 +2,8 @@
 """One poll for all jobs: the state of every handle this process holds (per cluster: SLURM_CONF and
 user) comes from ONE ``squeue`` call per interval, whatever the number of jobs; jobs that left the
 queue (MinJobAge passed) are asked of ``sacct`` in one batched call. The interval backs off (x1.5 up to
-``max_interval_s``) while nothing changes and is reset when a job is added or a state changes.
+``max_interval_s``) while nothing changes and is reset when a job is added or a state changes. A failed
+squeue keeps the last states and backs off; more than ``max_failures`` in a row raise its error.
 
 Every call goes through the one runner (slurm_gpu/adapters/slurm/runner.py, bounded); ``calls``
 counts them by command, for tests and the benchmark.
@@ -26,7 +27,7 @@ Runner = Callable[..., Any]  # run_slurm's signature
 
 class Poller:
     def __init__(self, env: Mapping[str, str], *, runner: Runner = run_slurm, interval_s: float = 1.0,
-                 max_interval_s: float = 10.0, timeout_s: float = 30.0,
+                 max_interval_s: float = 10.0, timeout_s: float = 30.0, max_failures: int = 5,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.env = dict(env)
         self.runner = runner
@@ -38,6 +39,8 @@ class Poller:
         self.calls: Counter[str] = Counter()
         self._ids: set[str] = set()
         self._active: set[str] = set()  # added and not seen finished
+        self.failures = 0  # squeue calls failed in a row
+        self.max_failures = max_failures
         self._status: dict[str, JobStatus] = {}
         self._last = float("-inf")
         self._lock = threading.Lock()
@@ -69,7 +72,15 @@ class Poller:
             if not self._active or (not force and self.clock() < self._last + self.interval_s):
                 return False
             self._last = self.clock()
-            seen = self._squeue()
+            try:
+                seen = self._squeue()
+            except SubmitError:  # a controller restart, a munge hiccup: keep the last states, ask again
+                self.failures += 1
+                self.interval_s = min(self.max_interval_s, self.interval_s * 1.5)
+                if self.failures > self.max_failures:
+                    raise
+                return False
+            self.failures = 0
             changed = False
             gone: list[str] = []
             for jid in list(self._active):

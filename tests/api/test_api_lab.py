@@ -164,7 +164,12 @@ out["preemptors"], out["log"] = preemptors, job.stdout()
 """, timeout_s=900)
     result = out["result"]
     assert out["state"] == "COMPLETED" and result["at"] == 400, out
-    assert out["restarts"] >= 2 and [r for r, _ in result["starts"]][:3] == [0, 1, 2], out
+    restarts = [r for r, _ in result["starts"]]
+    # 22.05 leaves a job that ends within the grace time COMPLETED, so every rerun is the script's own
+    # requeue; 24.11 also requeues it itself, which may count a restart more (tests/checkpoint's R4 notes)
+    assert out["restarts"] >= 2 and len(restarts) >= 3 and restarts[0] == 0 and restarts == sorted(set(restarts)), out
+    if slurm_lab.version < (24, 11, 0):
+        assert restarts == [0, 1, 2], out
     at = [a for _, a in result["starts"]]
     assert at[0] == 0 and at == sorted(at) and at[1] > 0, out
     for start, chunk in zip(at[1:], out["log"].split("start restart=")[1:-1], strict=False):
@@ -217,3 +222,21 @@ with ex.allocation() as alloc:
 """)
     assert out["values"] == [0, 2, 4]
     assert all(i.startswith(out["alloc"] + ".") for i in out["ids"])
+
+
+def test_a_failed_squeue_keeps_the_last_states_and_the_poll_goes_on(slurm_lab) -> None:
+    out = drive(slurm_lab, """
+from slurm_gpu.adapters.slurm.runner import run_slurm
+from slurm_gpu.api.poller import Poller
+failing = [2]
+def runner(argv, **kw):  # the real squeue, refusing an unknown option the first two times
+    if argv[0] == "squeue" and failing[0] > 0:
+        failing[0] -= 1
+        argv = ["squeue", "--no-such-option"]
+    return run_slurm(argv, **kw)
+ex.poller = Poller(ex.env, runner=runner, interval_s=0.5, max_interval_s=1.0, max_failures=3)
+ex.update_parameters(timeout_min=5)
+job = ex.submit(api_tasks.add, 20, 22)
+out["value"], out["failures"], out["calls"] = job.result(), ex.poller.failures, dict(ex.poller.calls)
+""")
+    assert out["value"] == 42 and out["failures"] == 0 and out["calls"]["squeue"] >= 3
