@@ -49,7 +49,8 @@ def drive(slurm_lab, body: str, timeout_s: float = 300) -> dict:
         fh.write(HEADER + body + "\nprint('RESULT ' + json.dumps(out), flush=True)\n")
     shutil.chown(os.path.join(work, "drv.py"), slurm_lab.user)
     done = slurm_lab.run([sys.executable, "drv.py"], cwd=work, timeout_s=timeout_s,
-                         env_extra={"PATH": f"{VENV_BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": work})
+                         env_extra={"PATH": f"{VENV_BIN}:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": work,
+                                    "GPUSUB_TIMEOUT_S": "60"})  # sbatch under the shared machine's load
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     assert done.returncode == 0 and lines, f"driver failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
     return dict(json.loads(lines[-1][7:]), _work=work)
