@@ -45,6 +45,14 @@ EDGES = {
     "policy/reader.py": "the one bounded reader of policy files (no FIFO hang, size limit)",
     "policy/schema.py": "the `python -m slurm_gpu.policy.schema --write/--check` generator of the shipped schema",
     "topology/loader.py": "the one bounded reader of topology files and descriptors",
+    "api/__init__.py": "the Python API's names: re-exports the executors (edges) below",
+    "api/folder.py": "the executor's private folder: pickled tasks, results, logs (through adapters/fs.py)",
+    "api/poller.py": "one squeue per interval for every job handle, sacct for those that left the queue",
+    "api/executor.py": "the Executor: gpusub's prepare/render and the Slurm adapter, job handles",
+    "api/local.py": "LocalExecutor/DebugExecutor: subprocesses, signals, the checkpoint protocol's restarts",
+    "api/__main__.py": "python -m slurm_gpu.api: the job side's entry point",
+    "api/worker.py": "the job side: loads the task, runs it, writes the result, checkpoints on the signal",
+    "api/command.py": "Command: a command line run in the job (subprocess)",
     "checkpoint/job.py": "the job's side of the checkpoint protocol: environment, stop signal, marker store",
 }
 

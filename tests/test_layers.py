@@ -49,6 +49,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "adapters": CORE | {"node"},
     "lab": CORE | {"adapters", "node", "cluster"},
     "cli": CORE | {"adapters", "node", "cluster", "sim", "submit", "lab"},
+    # the Python API: gpusub's prepare step (submit) and the one Slurm adapter
+    "api": CORE | {"adapters", "submit"},
 }
 # Packages whose edge modules (EDGES in tests/test_core_purity.py) may use the adapters.
 EDGE_MODULES_MAY_USE_ADAPTERS = ("checkpoint", "placement", "cluster", "sim", "submit", "node", "emit", "policy",
