@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 
 from slurm_gpu.cluster.why_reasons import ReasonInfo, reason_info
+from slurm_gpu.digits import is_digits
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.policy.model import Policy
 from slurm_gpu.slurm.records import job_tres, parse_kv_line
@@ -381,7 +382,7 @@ def topology_advice(job: Mapping[str, str]) -> Iterable[str]:
     The request is in squeue's JSON from 24.11 (required_switches, segment_size); 22.05's has neither."""
     switches, wait, segment = job.get("ReqSwitch"), job.get("Wait4Switch"), job.get("SegmentSize")
     if switches:
-        bound = f"up to {format_time_minutes(-(-int(wait) // 60))}" if wait and wait.isdigit() and int(wait) else \
+        bound = f"up to {format_time_minutes(-(-int(wait) // 60))}" if is_digits(wait) and int(wait) else \
             "up to Slurm's max_switch_wait"
         yield (f"it asks for its nodes under at most {switches} leaf switch{'es' if switches != '1' else ''} "
                f"(--switches) and waits {bound} for that; then Slurm starts it across switches")

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from slurm_gpu.errors import TopologyError
 from slurm_gpu.plain import NamedTuple
 
-_NODE = re.compile(r'^(Switch|Ca)\s+\d+\s+"([SH]-[0-9a-fA-F]+)"(?:\s+#\s+"([^"]*)")?')
-_PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-fA-F]+\))?\s+"([SH]-[0-9a-fA-F]+)"\[\d+\](?:\([0-9a-fA-F]+\))?'
-                   r'\s*(?:#\s*(?:lid \d+ lmc \d+ )?"([^"]*)")?')
+_NODE = re.compile(r'^(Switch|Ca)\s+[0-9]+\s+"([SH]-[0-9a-fA-F]+)"(?:\s+#\s+"([^"]*)")?')
+_PORT = re.compile(r'^\[([0-9]+)\](?:\([0-9a-fA-F]+\))?\s+"([SH]-[0-9a-fA-F]+)"\[[0-9]+\](?:\([0-9a-fA-F]+\))?'
+                   r'\s*(?:#\s*(?:lid [0-9]+ lmc [0-9]+ )?"([^"]*)")?')
 FABRIC_STATE_COMPLETED = 3  # nvml.h NVML_GPU_FABRIC_STATE_COMPLETED
 MAX_LINES = 2_000_000
 

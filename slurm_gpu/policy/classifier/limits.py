@@ -4,6 +4,7 @@ class options, checkpointing)."""
 
 from __future__ import annotations
 
+from slurm_gpu.digits import is_digits
 from slurm_gpu.policy.classifier.state import State
 from slurm_gpu.policy.model import JobClass, Partition
 from slurm_gpu.units import format_time_minutes
@@ -69,7 +70,7 @@ def parse_switches(text: str) -> tuple[int, int | None]:
     from slurm_gpu.units import parse_time_seconds
 
     count, at, wait = text.strip().partition("@")
-    if not count.isascii() or not count.isdigit() or not 1 <= int(count) <= 1024 or (at and not wait):
+    if not is_digits(count) or not 1 <= int(count) <= 1024 or (at and not wait):
         raise ValueError(text)
     return int(count), parse_time_seconds(wait) if at else None
 
