@@ -65,8 +65,10 @@ class _LocalRun:
         ckpt_dir = None
         if self.params.get("checkpoint"):
             ckpt_dir = self.ex.folder.file(f"{self.job.key}.ckpt")
-            os.makedirs(ckpt_dir, mode=0o700, exist_ok=True)
-        from slurm_gpu.adapters.fs import open_append
+        from slurm_gpu.adapters.fs import open_append, open_dir
+
+        if ckpt_dir is not None:  # the user's own, in the private folder: no symlink followed
+            os.close(open_dir(ckpt_dir, create=True, mode=0o700, uid=os.geteuid(), follow_last=False))
 
         out = open_append(self.ex.folder.file(self.job.out_name), 0o600)
         err = open_append(self.ex.folder.file(self.job.err_name), 0o600)
