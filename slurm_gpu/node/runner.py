@@ -32,6 +32,7 @@ from slurm_gpu.node.model import (
     drain_reason,
     job_from_env,
     map_gpus,
+    mig_view,
     parse_config,
     task_line_ok,
 )
@@ -167,6 +168,22 @@ def _mig_on(node: Any, log: Callable[[str], None]) -> bool:
         return False
 
 
+def _mig_view(job: Job, node: Any, devices: tuple[GpuId, ...], phase: str, log: Callable[[str], None]) -> list[str]:
+    """The job's MIG slices (Slurm's CUDA_VISIBLE_DEVICES) found in the node's NVML, logged; a disagreement is
+    logged as the node's misconfiguration and fails no job, drains nothing (issue 20 items 4 and 6)."""
+    try:
+        migs = node.mig_devices()
+    except Exception as exc:  # noqa: BLE001 - asking cannot fail the job or the node
+        log(f"job {job.job_id}: MIG devices unknown: {type(exc).__name__}: {str(exc)[:200]}")
+        return []
+    slices, problems = mig_view(job, migs, devices)
+    if slices:
+        log(f"job {job.job_id}: {phase}: MIG slices (Slurm's CUDA_VISIBLE_DEVICES) " + ", ".join(slices))
+    for p in problems:
+        log(f"job {job.job_id}: node misconfigured: {p}; the job is not failed for it, nothing drained")
+    return slices
+
+
 def _call(step: Step, phase: str, ctx: HookContext) -> None:
     """``step.prolog(ctx)`` / ``step.epilog(ctx)``. A step that sets up isolation the job asked for
     (``fails_job = True``: MIG, MPS) cannot fail open: in the prolog any exception of it (NVML or the
@@ -206,6 +223,9 @@ def _run(phase: str, job: Job, cfg: HookConfig, steps: Sequence[Step], log: Call
         log(f"job {job.job_id}: GPU ids {','.join(missing)} are MIG slice ids (MIG mode is on here): "
             "whole-GPU checks skip them, nothing drained")
         missing = []
+    mig_slices: list[str] = []
+    if job.mig_uuids and node is not None and devices is not None:
+        mig_slices = _mig_view(job, node, devices, phase, log)
     failures = [f"GPU {m} allocated by Slurm but not found by NVML ({len(devices or ())} GPUs seen)"
                 for m in missing]
     log(f"job {job.job_id}: {phase}: GPUs " + ", ".join(
@@ -215,6 +235,8 @@ def _run(phase: str, job: Job, cfg: HookConfig, steps: Sequence[Step], log: Call
     try:
         state: JsonObject = _load_state(sfd, job, log) if phase == "epilog" else {
             "format": STATE_FORMAT, "job": job.job_id, "gpus": [g.as_dict() for g in gpus]}
+        if mig_slices and phase == "prolog":
+            state["mig_slices"] = mig_slices
         ctx = HookContext(phase, job, cfg, gpus, node, state, log, time.time(), time.monotonic_ns() // 1000)
         errors: list[str] = []
         for step in (steps if phase == "prolog" else tuple(reversed(steps))):
