@@ -136,3 +136,38 @@ def test_a_slice_the_driver_no_longer_has_is_logged_and_fails_no_job(hooked):
             f"{cvd}, which this node's NVML does not have" in ln], lines
     node = hooked.run(["scontrol", "show", "node", NODE], check=True).stdout
     assert "DRAIN" not in node, node
+
+
+def test_epilog_compares_the_slices_layout_with_the_policy(hooked):
+    """The epilog reads the layout of the GPU the job's slice is on and compares it with the policy's
+    mig_layout: here the 1g.10gb instances vanish from the node's NVML while the job runs (as if MIG had been
+    changed under slurmd), so the epilog logs the node's misconfiguration; it rebuilds nothing (slurmd
+    schedules what it detected) and drains nothing."""
+    import time
+
+    state = Path(nodehooks.nvml_dir(hooked.paths.lab_dir), f"{NODE}.state")
+    before = state.read_text()
+    work = hooked.workdir("layout")
+    Path(work, "job.sh").write_text("#!/bin/bash\necho CVD=$CUDA_VISIBLE_DEVICES\nsleep 8\n")
+    r = hooked.run(["sbatch", "--parsable", "-p", "mig", "-t", "5", "--gres=gpu:a100_2g.20gb:1", "-o", "out.txt",
+                    "job.sh"], cwd=work)
+    assert r.returncode == 0, r.stderr
+    job = r.stdout.strip().split(";")[0]
+    try:
+        deadline = time.monotonic() + 60
+        while not [ln for ln in _job_lines(hooked, job) if "prolog: MIG slices" in ln]:
+            assert time.monotonic() < deadline, _job_lines(hooked, job)
+            time.sleep(0.5)
+        gone = re.compile(r"gpu\.[0-9]+\.(gi|ci)\.13[.=]")  # the 1g.10gb instances (GI 13)
+        state.write_text("".join(ln for ln in before.splitlines(True) if not gone.match(ln)))
+        assert hooked.wait(job, timeout_s=90) == "COMPLETED"
+    finally:
+        state.write_text(before)
+    cvd = Path(work, "out.txt").read_text().split("CVD=", 1)[1].split()[0]
+    gpu = next(m.group(1) for m in re.finditer(r"^gpu\.([0-9]+)\.ci\.[0-9]+\.[0-9]+=[0-9]+:(\S+)$", before, re.M)
+               if m.group(2) == cvd)
+    lines = _job_lines(hooked, job)
+    assert [ln for ln in lines if "slurm-gpu-epilog[" in ln and f"node misconfigured: GPU {gpu}'s MIG layout is "
+            "2g.20gb+2g.20gb+2g.20gb, not the policy's" in ln], lines
+    node = hooked.run(["scontrol", "show", "node", NODE], check=True).stdout
+    assert "DRAIN" not in node, node
