@@ -182,7 +182,9 @@ class LabDaemons:
         made: list[str] = []
         try:
             if not os.path.isdir(MIG_CAPS_DIR):
-                os.mkdir(MIG_CAPS_DIR, 0o755)
+                from slurm_gpu.adapters import fs
+
+                os.close(fs.open_dir(MIG_CAPS_DIR, create=True, mode=0o755))
                 made.append(MIG_CAPS_DIR + "/")
             for m in sorted(set(minors)):
                 dev = f"{MIG_CAPS_DIR}/nvidia-cap{m}"
