@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 
 from slurm_gpu.node.health import Reading
-from slurm_gpu.node.model import GpuId, HealthFailure, Unavailable
+from slurm_gpu.node.model import GpuId, HealthFailure, MigDevice, Unavailable
 from slurm_gpu.node.stats import Sample
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a hook starts for every job)
@@ -229,6 +229,24 @@ class NvmlNode:
                 continue
             if mode is not None and int(mode[0]) == 1:
                 out.append(i)
+        return tuple(out)
+
+    def mig_devices(self) -> tuple[MigDevice, ...]:
+        """Every MIG device of the GPUs in MIG mode (parent index, GPU- and compute-instance id, UUID), in
+        NVML's MIG index order."""
+        N = self.N
+        out = []
+        for i in self.mig_enabled():
+            h = self._handles[i]
+            count = self._call(f"GPU {i}", N.nvmlDeviceGetMaxMigDeviceCount, h, optional=True) or 0
+            for k in range(int(count)):
+                try:
+                    m = N.nvmlDeviceGetMigDeviceHandleByIndex(h, k)
+                except N.NVMLError:  # an empty slot (NOT_FOUND)
+                    continue
+                out.append(MigDevice(i, int(self._call(f"GPU {i}", N.nvmlDeviceGetGpuInstanceId, m)),
+                                     int(self._call(f"GPU {i}", N.nvmlDeviceGetComputeInstanceId, m)),
+                                     _text(self._call(f"GPU {i}", N.nvmlDeviceGetUUID, m))))
         return tuple(out)
 
     def close(self) -> None:

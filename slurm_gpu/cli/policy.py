@@ -34,6 +34,7 @@ def check(file: str, as_json: bool, live: bool) -> None:
             if not os.path.exists(nt.topology):
                 warnings.append(f"node_types.{nt.name}.topology: file {nt.topology} not found")
         if live:
+            warnings += _release_warnings(result.policy)
             from slurm_gpu.adapters.slurm.inventory import live_inventory
             from slurm_gpu.policy.lint import live_warnings
 
@@ -62,6 +63,28 @@ def check(file: str, as_json: bool, live: bool) -> None:
                    + (f", {n(len(warnings), 'warning')}" if warnings else ""))
     if not result.ok:
         raise SystemExit(1)
+
+
+def _release_warnings(policy_obj: object) -> list[str]:
+    """Warnings for the installed Slurm release (``sbatch --version``; none when sbatch cannot be asked):
+    static MIG profiles its gpu/nvml names otherwise (policy.lint.mig_spelling_warnings)."""
+    import shutil
+
+    from slurm_gpu.errors import SlurmGpuError
+    from slurm_gpu.policy.lint import mig_spelling_warnings
+    from slurm_gpu.policy.model import Policy
+
+    if not isinstance(policy_obj, Policy) or not any(nt.mig_mode == "static" for nt in policy_obj.node_types):
+        return []
+    if shutil.which("sbatch") is None:
+        return []
+    from slurm_gpu.adapters.slurm.cli import SbatchCli
+
+    try:
+        spelling = SbatchCli().spelling()
+    except (SlurmGpuError, OSError):
+        return []
+    return mig_spelling_warnings(policy_obj, spelling.mig_profile_from_attributes, spelling.label)
 
 
 @policy.command("compile")

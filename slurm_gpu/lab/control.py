@@ -38,11 +38,20 @@ from slurm_gpu.lab.install import (
     packages_of,
     system_plugin_dir,
 )
+from slurm_gpu.lab.nvmlnode import NodeNvml, prepare_node
 from slurm_gpu.lab.spec import LabHooks, LabSpec
 
 DEFAULT_LAB_DIR = "/tmp/slurm-gpu-lab"
 MARKER = ".slurm-gpu-lab"
 SpecFactory = Callable[[str], LabSpec]  # device_dir -> LabSpec
+
+
+def static_mig_cap_minors(spec: LabSpec) -> list[int]:
+    """The /dev/nvidia-caps minors the static-MIG nodes' gres lines name (the same ones Slurm's gpu/nvml
+    detects over the stand-in: tests/topology/test_slurm_detection.py)."""
+    names = {n.name for n in spec.static_mig_nodes}
+    return [int(m) for line in spec.gres_lines if line.split(" ", 1)[0].removeprefix("NodeName=") in names
+            for m in re.findall(r"/nvidia-caps/nvidia-cap([0-9]+)", line)]
 
 
 def lab_dir_from_env() -> str:
@@ -256,8 +265,10 @@ class Lab(LabDaemons):
         device_dir = self._make_fake_gpus(spec.max_gpus_per_node())
         if device_dir != "/dev":
             spec = spec_factory(device_dir)
-        rt = self._runtime(version, hooks)
+        rt = self._runtime(version, hooks, spec)
         self._write_configs(spec, rt)
+        self._make_fake_mig_caps(static_mig_cap_minors(spec))
+        nvml = self._prepare_nvml(spec, rt)
         self._write("nodes", "\n".join(spec.node_names))
         self._write("device-dir", device_dir)
         if policy_path:
@@ -271,7 +282,7 @@ class Lab(LabDaemons):
             f"{','.join(spec.gpu_types)}; conf {self.slurm_conf} ({self._ms(t)})"
         )
         try:
-            self._start_daemons(spec, rt, hooks)
+            self._start_daemons(spec, rt, hooks, nvml)
         except SlurmGpuError as e:  # name the daemon that really failed, not the client that timed out
             raise self.blame(e) from e
         Path(p.env_file).write_text(self.env_text())
@@ -279,7 +290,26 @@ class Lab(LabDaemons):
         self.say(f"lab UP in {took:.1f} s. Clients: source <(slurm-gpu lab env); submit as '{self.user}'")
         return took
 
-    def _start_daemons(self, spec: LabSpec, rt: LabRuntime, hooks: LabHooks) -> None:
+    def _prepare_nvml(self, spec: LabSpec, rt: LabRuntime) -> dict[str, NodeNvml]:
+        """The stand-in NVML state of each static-MIG node whose slurmd detects its slices (rt.nvml_nodes)."""
+        from slurm_gpu.lab import nodehooks
+        from slurm_gpu.topology import load_topology_file
+
+        lib = nodehooks.standin_lib_dir(repo_root()) if rt.nvml_nodes else None
+        out: dict[str, NodeNvml] = {}
+        for n in spec.static_mig_nodes:
+            if n.name in rt.nvml_nodes and lib:
+                out[n.name] = prepare_node(nodehooks.nvml_dir(self.paths.lab_dir), n.name,
+                                           load_topology_file(n.topology), n.mig_layout, lib, str(repo_root()))
+                self.say(f"{n.name}: static MIG {'+'.join(n.mig_layout)} per GPU, detected by Slurm's gpu/nvml "
+                         "over the stand-in NVML")
+            else:
+                self.say(f"{n.name}: static MIG from the emitted gres.conf lines (no gpu_nvml.so or no C compiler "
+                         "for the stand-in NVML: AutoDetect=nvml is off)")
+        return out
+
+    def _start_daemons(self, spec: LabSpec, rt: LabRuntime, hooks: LabHooks,
+                       nvml: dict[str, NodeNvml] | None = None) -> None:
         t = time.monotonic()
         self._start_munge()
         self._start_mariadb(rt)
@@ -295,7 +325,7 @@ class Lab(LabDaemons):
         t = time.monotonic()
         if hooks.node_hooks:
             self._start_hook_agents()
-        self._start_slurmds(list(spec.node_names))
+        self._start_slurmds(list(spec.node_names), nvml=nvml)
         self.say(f"{len(spec.nodes)} slurmd idle ({self._ms(t)})")
 
     def _ensure_packages(self, sets: tuple[str, ...]) -> None:
@@ -348,12 +378,12 @@ class Lab(LabDaemons):
     def _config_unchanged(self, spec_factory: SpecFactory, hooks: LabHooks) -> bool:
         try:
             spec = spec_factory(self._read("device-dir") or "/dev")
-            rt = self._runtime(slurm_version(), hooks)
+            rt = self._runtime(slurm_version(), hooks, spec)
             return all(Path(self.paths.conf_dir, n).read_text() == text for n, text in render_all(spec, rt).items())
         except (OSError, SlurmGpuError):
             return False
 
-    def _runtime(self, version: tuple[int, int, int], hooks: LabHooks) -> LabRuntime:
+    def _runtime(self, version: tuple[int, int, int], hooks: LabHooks, spec: LabSpec | None = None) -> LabRuntime:
         """Ports can be moved (e.g. a second lab beside this one) with SLURM_GPU_LAB_PORT_BASE: slurmctld
         listens on BASE, slurmdbd on BASE+2, the slurmd of node i on BASE+100+i. SLURM_GPU_LAB_TASK_PLUGIN
         overrides the version's TaskPlugin."""
@@ -363,6 +393,11 @@ class Lab(LabDaemons):
         rt = LabRuntime(version=version, hostname=short_hostname(), paths=self.paths, hooks=hooks,
                         task_plugin=task_plugin, loopback_only=only_loopback(),
                         plugin_dirs=(system_plugins, nvml_plugin) if nvml_plugin and system_plugins else ())
+        if spec is not None and spec.static_mig_nodes and rt.plugin_dirs:
+            from slurm_gpu.lab.nodehooks import standin_lib_dir
+
+            if standin_lib_dir(repo_root()):  # Slurm's gpu/nvml needs a libnvidia-ml.so.1: the stand-in's
+                rt = dataclasses.replace(rt, nvml_nodes=tuple(n.name for n in spec.static_mig_nodes))
         if base:
             b = int(base)
             rt = dataclasses.replace(rt, ctld_port=b, dbd_port=b + 2, slurmd_port0=b + 100)

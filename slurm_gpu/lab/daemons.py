@@ -17,6 +17,10 @@ from pathlib import Path
 from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.lab import clients, procs
 from slurm_gpu.lab.config import LabPaths, LabRuntime, db_bootstrap_sql
+from slurm_gpu.lab.nvmlnode import NodeNvml
+
+MIG_CAPS_DIR = "/dev/nvidia-caps"
+MIG_CAPS_MAJOR = 511  # made up (the driver's nvidia-caps major is dynamic); slurmd only stat()s the files
 
 
 @dataclass(frozen=True)
@@ -170,15 +174,46 @@ class LabDaemons:
         self.say(f"mknod not permitted: using symlinks {d}/nvidiaN -> {', '.join(targets)}")
         return d
 
+    def _make_fake_mig_caps(self, minors: list[int]) -> None:
+        """mknod /dev/nvidia-caps/nvidia-capN for the capability minors of the detected MIG devices (the
+        File= that Slurm's gpu/nvml names; slurmd stat()s each for its device cgroup description). Without
+        CAP_MKNOD none are made: slurmd then logs one error per file and registers the slices all the same."""
+        created = Path(self.paths.lab_dir, "created-devs")
+        made: list[str] = []
+        try:
+            if not os.path.isdir(MIG_CAPS_DIR):
+                from slurm_gpu.adapters import fs
+
+                os.close(fs.open_dir(MIG_CAPS_DIR, create=True, mode=0o755))
+                made.append(MIG_CAPS_DIR + "/")
+            for m in sorted(set(minors)):
+                dev = f"{MIG_CAPS_DIR}/nvidia-cap{m}"
+                if not os.path.lexists(dev):
+                    os.mknod(dev, 0o444 | stat.S_IFCHR, os.makedev(MIG_CAPS_MAJOR, m))
+                    made.append(dev)
+        except OSError as e:
+            self.say(f"cannot make {MIG_CAPS_DIR} devices ({e.strerror}): slurmd will log that it cannot stat them")
+        with created.open("a") as f:
+            f.writelines(d + "\n" for d in made)
+
     def _remove_fake_gpus(self) -> None:
         created = Path(self.paths.lab_dir, "created-devs")
         if not created.exists():
             return
+        dirs = []
         for dev in created.read_text().split():
+            if dev.endswith("/"):
+                dirs.append(dev.rstrip("/"))
+                continue
             try:
                 if stat.S_ISCHR(os.lstat(dev).st_mode):
                     os.unlink(dev)
             except FileNotFoundError:
+                pass
+        for d in dirs:
+            try:
+                os.rmdir(d)
+            except OSError:
                 pass
         created.unlink()
 
@@ -329,14 +364,18 @@ class LabDaemons:
                 return
         raise SlurmGpuError(f"slurmctld not answering after 30 s; see {self._log('slurmctld.log')}")
 
-    def _start_slurmds(self, nodes: list[str], timeout_s: float = 60) -> None:
+    def _start_slurmds(self, nodes: list[str], timeout_s: float = 60,
+                       nvml: dict[str, NodeNvml] | None = None) -> None:
+        """One slurmd per node; a node of ``nvml`` runs Slurm's gpu/nvml over the stand-in, in its own mount
+        namespace (slurm_gpu/lab/nvmlnode.py)."""
         for n in nodes:
-            procs.start_detached(
-                ["/usr/sbin/slurmd", "-D", "-N", n, "-f", self.slurm_conf],
-                self._log(f"slurmd.{n}.stdout"),
-                self._pidfile(f"slurmd.{n}"),
-                clients.client_env(self.slurm_conf),  # inherited by slurmstepd: `down` finds leftovers by it
-            )
+            argv = ["/usr/sbin/slurmd", "-D", "-N", n, "-f", self.slurm_conf]
+            env = clients.client_env(self.slurm_conf)  # inherited by slurmstepd: `down` finds leftovers by it
+            node = (nvml or {}).get(n)
+            if node is not None:
+                argv, env = node.argv(argv), node.env(env)
+            procs.start_detached(argv, self._log(f"slurmd.{n}.stdout"), self._pidfile(f"slurmd.{n}"), env,
+                                 comm_of="slurmd")
         states: dict[str, str] = {}
         for _ in poll(timeout_s):
             for n in nodes:

@@ -11,8 +11,9 @@ from collections.abc import Callable
 CORE_PACKAGES = ("munge", "slurmctld", "slurmd", "slurm-client", "slurm-wlm-basic-plugins")
 # slurmdbd pulls its MySQL plugin; mariadb-server pulls the `mariadb` client (Debian 12 and 13)
 ACCOUNTING_PACKAGES = ("slurmdbd", "mariadb-server")
-# the tests compile a stand-in libnvidia-ml.so.1 (tests/nvml_standin, docs/nvml_standin.md); the lab and
-# its demo run without it (the node hooks then see no driver, slurm_gpu/lab/nodehooks.py)
+# the stand-in libnvidia-ml.so.1 is compiled (tests/nvml_standin, docs/nvml_standin.md): the lab's static-MIG
+# node a100mig1 has its slices detected by Slurm's gpu/nvml over it, and the tests use it. Without a compiler
+# the lab still runs (that node then reads the emitted gres.conf lines; the node hooks see no driver)
 BUILD_PACKAGES = ("gcc", "libc6-dev")
 # the HTML report is opened in the distribution's headless chromium (tests/cluster/test_report_html.py)
 BROWSER_PACKAGES = ("chromium-headless-shell",)
@@ -20,10 +21,10 @@ BROWSER_PACKAGES = ("chromium-headless-shell",)
 TEST_PACKAGES = BUILD_PACKAGES + BROWSER_PACKAGES
 TOOL_PACKAGES = ACCOUNTING_PACKAGES + TEST_PACKAGES
 PACKAGES = CORE_PACKAGES + TOOL_PACKAGES
-# The package sets by purpose: `lab up` installs "demo" (the lab itself: what `make demo` needs);
-# `lab up --packages demo,test,browser` (what `make test` runs) adds the test-only ones.
+# The package sets by purpose: `lab up` installs "demo" (the lab itself: what `make demo` needs, the
+# stand-in's compiler included); `lab up --packages demo,test,browser` (what `make test` runs) adds the rest.
 PACKAGE_SETS: dict[str, tuple[str, ...]] = {
-    "demo": CORE_PACKAGES + ACCOUNTING_PACKAGES,
+    "demo": CORE_PACKAGES + ACCOUNTING_PACKAGES + BUILD_PACKAGES,
     "test": BUILD_PACKAGES,
     "browser": BROWSER_PACKAGES,
 }

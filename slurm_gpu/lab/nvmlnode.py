@@ -230,8 +230,9 @@ def detected_type_name(nvml_name: str, mig_profile: str | None = None) -> str:
 def mig_profile_22_05(slices: int, memory_mb: int) -> str:
     """Slurm 22.05's MIG profile name: built from nvmlDeviceGetAttributes, ``<slices>g.<GiB rounded>gb``
     (roundl(memorySizeMB / 1024); the A100 80GB's 3g.40gb, 39.25 GiB, becomes ``3g.39gb``)."""
-    q, r = divmod(memory_mb, 1024)
-    return f"{slices}g.{q + (1 if 2 * r >= 1024 else 0)}gb"
+    from slurm_gpu.sharing.mig import profile_from_attributes
+
+    return profile_from_attributes(slices, memory_mb)
 
 
 DETECTION_DONE = "slurmd started on"  # logged after the GRES inventory is built (slurmd.c _slurmd_init)
@@ -279,6 +280,69 @@ def run_slurmd_g(conf: str, node: str, state: str, lib_dir: str, synthetic: str,
                           capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
-__all__ = ["gi_id", "mig_minors_text", "cap_minors", "place_layout", "mig_instances", "fixture_from_topology",
+@dataclass(frozen=True)
+class NodeNvml:
+    """What one emulated node's slurmd needs to detect its GPUs over the stand-in: the state file it serves,
+    the stand-in's build directory, ``HWLOC_SYNTHETIC`` and the node's mig-minors copy."""
+
+    node: str
+    state: str
+    lib_dir: str
+    synthetic: str
+    mig_minors: str
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        return namespace_argv(argv, self.mig_minors)
+
+    def env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        return slurmd_env(self.state, self.lib_dir, self.synthetic, base)
+
+
+def _standin_module(repo: str, name: str) -> Any:
+    """tests/nvml_standin/<name>.py of the checkout (the stand-in's state writer), or None."""
+    import importlib.util
+
+    path = os.path.join(repo, "tests", "nvml_standin", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"slurm_gpu_lab_nvml_standin_{name}", path)
+    if not os.path.isfile(path) or spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def lab_fixture(topo: Topology, layout: Sequence[str], repo: str, source: str) -> dict[str, Any]:
+    """The stand-in fixture of a static-MIG lab node: the recorded topology, the GPU's recorded MIG profile
+    table (tests/nvml_standin/fixtures/mig-profiles.json, by NVML name), ``layout`` on every GPU at the
+    placements the hooks create it at, with the driver's GPU-instance ids. ValueError: no table for the GPU."""
+    import json
+
+    name = topo.gpus[0].name if topo.gpus else ""
+    with open(os.path.join(repo, "tests", "nvml_standin", "fixtures", "mig-profiles.json"), encoding="utf-8") as f:
+        tables = json.load(f)["profiles"]
+    if name not in tables:
+        raise ValueError(f"no recorded MIG profile table for {name!r} (tests/nvml_standin/fixtures/mig-profiles.json)")
+    return fixture_from_topology(topo, source=source, mig_profiles=tables[name], mig_layout=layout)
+
+
+def prepare_node(nvml_dir: str, node: str, topo: Topology, layout: Sequence[str], lib_dir: str,
+                 repo: str) -> NodeNvml:
+    """Write ``<nvml_dir>/<node>.state`` (the node hooks read the same file: ``SLURM_GPU_NVML_STANDIN_DIR``)
+    and ``<nvml_dir>/mig-minors``; returns how to start the node's slurmd over them."""
+    from slurm_gpu.adapters import fs
+
+    state_mod = _standin_module(repo, "state")
+    if state_mod is None:
+        raise ValueError("no stand-in state writer (tests/nvml_standin/state.py) in this checkout")
+    fixture = lab_fixture(topo, layout, repo, source=f"slurm-gpu lab node {node}")
+    state = os.path.join(nvml_dir, f"{node}.state")
+    fs.write_file(state, state_mod.render(fixture).encode(), mode=0o644, create=True)
+    minors = os.path.join(nvml_dir, "mig-minors")
+    fs.write_file(minors, mig_minors_text().encode(), mode=0o644, create=True)
+    return NodeNvml(node, state, lib_dir, hwloc_synthetic(topo), minors)
+
+
+__all__ = ["NodeNvml", "lab_fixture", "prepare_node",
+           "gi_id", "mig_minors_text", "cap_minors", "place_layout", "mig_instances", "fixture_from_topology",
            "hwloc_synthetic", "namespace_argv", "slurmd_env", "DetectedGres", "parse_gres", "detected_type_name",
            "mig_profile_22_05", "run_slurmd_g", "run_slurmd_detect"]

@@ -69,7 +69,8 @@ def pidfile_process(path: str, want_comm: str) -> int | None:
     return pid
 
 
-def start_detached(argv: list[str], log_path: str, pidfile: str, env: dict[str, str] | None = None) -> int:
+def start_detached(argv: list[str], log_path: str, pidfile: str, env: dict[str, str] | None = None,
+                   comm_of: str | None = None) -> int:
     """Start ``argv`` in its own session, stdout/stderr to ``log_path``; returns its pid.
 
     ``setsid`` does not fork when its caller is not a group leader (the case under a non-interactive
@@ -83,7 +84,7 @@ def start_detached(argv: list[str], log_path: str, pidfile: str, env: dict[str, 
     # `$!` is sh's background child, which becomes the daemon only once setsid has exec'd it: until then
     # its comm is sh's or setsid's, and a check by name would take the daemon for dead (seen under load
     # average 19: "mariadb died: no output"). Wait for the exec, bounded.
-    want = os.path.basename(argv[0])[:15]
+    want = os.path.basename(comm_of or argv[0])[:15]  # comm_of: the program argv finally exec()s
     deadline = time.monotonic() + 10
     while alive(pid) and comm(pid) != want and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -28,6 +28,10 @@ class LabNode:
     gpus: int
     features: tuple[str, ...]
     conf_line: str
+    # static MIG (the policy's mig_mode: static): the per-GPU layout, and the topology file the node's
+    # stand-in NVML state is built from, so that slurmd can detect the slices (AutoDetect=nvml)
+    mig_layout: tuple[str, ...] = ()
+    topology: str = ""
 
 
 # The lab's QOS are the policy's, unchanged (one model; the config generator reads the same fields).
@@ -83,6 +87,11 @@ class LabSpec:
         """The lab nodes of a partition: those of its node types, in the partition's order."""
         return tuple(n.name for t in p.node_types for n in self.nodes if n.node_type == t)
 
+    @property
+    def static_mig_nodes(self) -> tuple[LabNode, ...]:
+        """The nodes whose GPUs are static MIG slices (slurmd detects them over the stand-in, when it can)."""
+        return tuple(n for n in self.nodes if n.mig_layout)
+
     def max_gpus_per_node(self) -> int:
         return max((n.gpus for n in self.nodes), default=0)
 
@@ -93,7 +102,8 @@ def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") 
     from slurm_gpu.emit.slurm_conf import node_features, node_lines, partition_lines
 
     topologies = {nt.name: load_topology(nt.topology) for nt in policy.node_types}
-    nodes = [LabNode(name, nt.name, nt.gpu_type, nt.gpus, node_features(policy, nt, topologies[nt.name]), line)
+    nodes = [LabNode(name, nt.name, nt.gpu_type, nt.gpus, node_features(policy, nt, topologies[nt.name]), line,
+                     tuple(nt.mig_layout) if nt.mig_mode == "static" else (), str(nt.topology))
              for name, nt, line in node_lines(policy, topologies)]
     gres = gres_lines(policy, topologies, device_dir)
     qos = tuple(policy.qos)

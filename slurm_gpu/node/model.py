@@ -90,6 +90,7 @@ if TYPE_CHECKING:  # no typing import at run time: a hook starts for every job
         def samples(self, gpu: GpuId) -> list[Sample]: ...
         def energy_mj(self, gpu: GpuId) -> int | None: ...
         def mig_enabled(self) -> tuple[int, ...]: ...
+        def mig_devices(self) -> tuple[MigDevice, ...]: ...
         def close(self) -> None: ...
 
     def _as_config(cfg: dict[str, object]) -> HookConfig: ...
@@ -211,12 +212,13 @@ def parse_config(text: str, where: str, env: Mapping[str, str]) -> tuple[HookCon
 class Job:
     """The job as the hook's environment describes it."""
 
-    __slots__ = ("job_id", "uid", "node", "gpu_tokens", "problems")
+    __slots__ = ("job_id", "uid", "node", "gpu_tokens", "problems", "mig_uuids")
 
     def __init__(self, job_id: int, uid: int | None, node: str, gpu_tokens: tuple[str, ...],
-                 problems: tuple[str, ...] = ()) -> None:
+                 problems: tuple[str, ...] = (), mig_uuids: tuple[str, ...] = ()) -> None:
         self.job_id, self.uid, self.node = job_id, uid, node
         self.gpu_tokens, self.problems = gpu_tokens, problems
+        self.mig_uuids = mig_uuids  # the MIG devices of Slurm's CUDA_VISIBLE_DEVICES (AutoDetect=nvml)
 
 
 def _int(text: str | None, hi: int) -> int | None:
@@ -266,8 +268,9 @@ def job_from_env(env: Mapping[str, str]) -> Job | None:
     if text == "NoDevFiles":
         text = ""
     tokens, problems = gpu_tokens(text)
+    cvd, _ = gpu_tokens(env.get("CUDA_VISIBLE_DEVICES", ""))
     return Job(job_id, _int(env.get("SLURM_JOB_UID"), 1 << 31), env.get("SLURMD_NODENAME", "")[:200],
-               tokens, tuple(problems))
+               tokens, tuple(problems), tuple(t for t in cvd if t.startswith("MIG-")))
 
 
 class GpuId:
@@ -286,6 +289,41 @@ class GpuId:
     def as_dict(self) -> JsonObject:
         return {"slurm_id": self.slurm_id, "index": self.index, "minor": self.minor, "bus_id": self.bus_id,
                 "uuid": self.uuid}
+
+
+class MigDevice:
+    """One MIG device as the node's NVML reports it: its parent GPU's NVML index, GPU- and compute-instance
+    ids, and its UUID (``MIG-<uuid>``, the id Slurm's gpu/nvml puts in CUDA_VISIBLE_DEVICES)."""
+
+    __slots__ = ("parent", "gi", "ci", "uuid")
+
+    def __init__(self, parent: int, gi: int, ci: int, uuid: str) -> None:
+        self.parent, self.gi, self.ci, self.uuid = parent, gi, ci, uuid
+
+
+def mig_view(job: Job, migs: tuple[MigDevice, ...], devices: tuple[GpuId, ...]) -> tuple[list[str], list[str]]:
+    """The job's MIG slices as the hooks see them, checked against Slurm's own view (the MIG UUIDs its gpu/nvml
+    put in CUDA_VISIBLE_DEVICES, one per SLURM_JOB_GPUS id): (one description per slice: UUID, parent GPU's
+    index, minor, bus id and UUID, GPU- and compute-instance id; the disagreements). A disagreement is the
+    node's misconfiguration (slurmd's detected inventory is not the driver's now: MIG changed after slurmd
+    started, or gres.conf names other devices), never the job's fault."""
+    by_uuid = {m.uuid: m for m in migs}
+    by_index = {d.index: d for d in devices}
+    slices: list[str] = []
+    problems: list[str] = []
+    for u in job.mig_uuids:
+        m = by_uuid.get(u)
+        parent = by_index.get(m.parent) if m is not None else None
+        if m is None or parent is None:
+            problems.append(f"Slurm gave the job MIG device {u}, which this node's NVML does not have "
+                            f"({len(migs)} MIG devices here)")
+            continue
+        slices.append(f"{u}=GPU {m.parent}/minor {parent.minor}/{parent.bus_id or '?'}/{parent.uuid or '?'} "
+                      f"GI {m.gi} CI {m.ci}")
+    ids = [t for t in job.gpu_tokens if is_digits(t)]
+    if job.mig_uuids and ids and len(ids) != len(job.mig_uuids):
+        problems.append(f"SLURM_JOB_GPUS holds {len(ids)} ids, CUDA_VISIBLE_DEVICES {len(job.mig_uuids)} MIG devices")
+    return slices, problems
 
 
 def map_gpus(tokens: tuple[str, ...], devices: tuple[GpuId, ...] | None,

@@ -32,6 +32,7 @@ from slurm_gpu.node.model import (
     drain_reason,
     job_from_env,
     map_gpus,
+    mig_view,
     parse_config,
     task_line_ok,
 )
@@ -167,6 +168,23 @@ def _mig_on(node: Any, log: Callable[[str], None]) -> bool:
         return False
 
 
+def _mig_view(job: Job, node: Any, devices: tuple[GpuId, ...], phase: str,
+              log: Callable[[str], None]) -> tuple[list[str], list[int]]:
+    """The job's MIG slices (Slurm's CUDA_VISIBLE_DEVICES) found in the node's NVML, logged; a disagreement is
+    logged as the node's misconfiguration and fails no job, drains nothing (issue 20 items 4 and 6)."""
+    try:
+        migs = node.mig_devices()
+    except Exception as exc:  # noqa: BLE001 - asking cannot fail the job or the node
+        log(f"job {job.job_id}: MIG devices unknown: {type(exc).__name__}: {str(exc)[:200]}")
+        return [], []
+    slices, problems = mig_view(job, migs, devices)
+    if slices:
+        log(f"job {job.job_id}: {phase}: MIG slices (Slurm's CUDA_VISIBLE_DEVICES) " + ", ".join(slices))
+    for p in problems:
+        log(f"job {job.job_id}: node misconfigured: {p}; the job is not failed for it, nothing drained")
+    return slices, sorted({m.parent for m in migs if m.uuid in job.mig_uuids})
+
+
 def _call(step: Step, phase: str, ctx: HookContext) -> None:
     """``step.prolog(ctx)`` / ``step.epilog(ctx)``. A step that sets up isolation the job asked for
     (``fails_job = True``: MIG, MPS) cannot fail open: in the prolog any exception of it (NVML or the
@@ -200,12 +218,24 @@ def _run(phase: str, job: Job, cfg: HookConfig, steps: Sequence[Step], log: Call
             node.close()
         node = None
     gpus, missing = map_gpus(job.gpu_tokens, devices, str(cfg["gpu_ids"]))
+    if job.mig_uuids and node is not None and _mig_on(node, log):
+        # Slurm's CUDA_VISIBLE_DEVICES names MIG devices (AutoDetect=nvml on a static-MIG node): its ids number
+        # the slices, so even an id below the GPU count is no whole GPU (id 2 is not GPU 2): the whole-GPU steps
+        # (health, processes, accounting, the MIG restore, which would destroy other jobs' slices on the same
+        # GPU) get none; the slices are checked by UUID (_mig_view)
+        log(f"job {job.job_id}: GPU ids {','.join(job.gpu_tokens)} are MIG slices (Slurm's CUDA_VISIBLE_DEVICES): "
+            "whole-GPU checks skip them, nothing drained")
+        gpus, missing = (), []
     if missing and node is not None and _mig_on(node, log):
         # On a node with static MIG slices (gres.conf lists MIG devices), Slurm's ids number the slices,
         # not whole GPUs: an id past the GPU count is no lost GPU; the MIG step handles slices.
         log(f"job {job.job_id}: GPU ids {','.join(missing)} are MIG slice ids (MIG mode is on here): "
             "whole-GPU checks skip them, nothing drained")
         missing = []
+    mig_slices: list[str] = []
+    mig_parents: list[int] = []
+    if job.mig_uuids and node is not None and devices is not None:
+        mig_slices, mig_parents = _mig_view(job, node, devices, phase, log)
     failures = [f"GPU {m} allocated by Slurm but not found by NVML ({len(devices or ())} GPUs seen)"
                 for m in missing]
     log(f"job {job.job_id}: {phase}: GPUs " + ", ".join(
@@ -215,6 +245,8 @@ def _run(phase: str, job: Job, cfg: HookConfig, steps: Sequence[Step], log: Call
     try:
         state: JsonObject = _load_state(sfd, job, log) if phase == "epilog" else {
             "format": STATE_FORMAT, "job": job.job_id, "gpus": [g.as_dict() for g in gpus]}
+        if mig_slices:  # the epilog's MIG step checks the layout of these GPUs (share_steps.MigStep)
+            state["mig_slices"], state["mig_parents"] = mig_slices, mig_parents
         ctx = HookContext(phase, job, cfg, gpus, node, state, log, time.time(), time.monotonic_ns() // 1000)
         errors: list[str] = []
         for step in (steps if phase == "prolog" else tuple(reversed(steps))):

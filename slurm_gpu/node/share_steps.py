@@ -179,6 +179,11 @@ class MigStep:
         gpus = set(_indices(ctx))
         if isinstance(noted, dict) and isinstance(noted.get("gpus"), list):
             gpus |= {i for i in noted["gpus"] if isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 1024}
+        parents = ctx.state.get("mig_parents")
+        if not gpus and isinstance(parents, list) and parents:
+            self._check_static_slices(ctx, sorted({i for i in parents if isinstance(i, int)
+                                                   and not isinstance(i, bool) and 0 <= i < 1024}))
+            return
         if not gpus or node_mig_mode(ctx) == "none":
             return  # the common case: one small JSON read, no policy parse
         policy = load_site_policy(ctx)
@@ -201,6 +206,35 @@ class MigStep:
             return
         raise HealthFailure(f"GPU {','.join(map(str, sorted(gpus)))} MIG layout not restored to "
                             f"{layout.describe()}: {out.message}"[:180])
+
+
+    def _check_static_slices(self, ctx: HookContext, parents: list[int]) -> None:
+        """A static-MIG job holds slices, not whole GPUs: the layout of their parent GPUs (what slurmd detected
+        at start and schedules; the prolog found the job's slices there) is compared with the policy's
+        ``mig_layout``. A difference is the node's misconfiguration: logged, never rebuilt here (slurmd's
+        inventory would then lie), no job failed, nothing drained."""
+        if not parents or ctx.node is None or node_mig_mode(ctx) != "static":
+            return
+        policy = load_site_policy(ctx)
+        nt = _node_type(ctx, policy)
+        if nt is None:
+            return
+        from slurm_gpu.adapters import gpu_config
+        from slurm_gpu.sharing.mig import default_layout, drifted
+
+        layout = default_layout(nt)
+        if layout is None:
+            return
+        try:
+            states, geo = gpu_config.read_mig(parents, _timeout(ctx))
+        except Exception as exc:  # noqa: BLE001 - a read that fails says nothing about the layout
+            ctx.log(f"job {ctx.job.job_id}: MIG layout of GPU {','.join(map(str, parents))} not read: {exc}"[:300])
+            return
+        for i in drifted(states, layout, geo, parents):
+            have = "+".join(g.profile for g in states[i].sorted().instances) or "no instances"
+            ctx.log(f"job {ctx.job.job_id}: node misconfigured: GPU {i}'s MIG layout is {have}, not the policy's "
+                    f"{layout.describe()} (node type {nt.name}, mig_mode static): slurmd schedules the slices it "
+                    "detected; not rebuilt, nothing drained")
 
 
 class MpsStep:

@@ -101,6 +101,28 @@ def live_warnings(policy: Policy, partitions: tuple[str, ...], qos: tuple[str, .
     return out
 
 
+def mig_spelling_warnings(policy: Policy, from_attributes: bool, release: str) -> list[str]:
+    """Static MIG profiles that Slurm ``release``'s gpu/nvml (AutoDetect=nvml) would name otherwise
+    (``from_attributes``: release.py ``mig_profile_from_attributes``, 22.05: the A100 80GB's 3g.40gb is
+    detected as 3g.39gb), so the node would register a gres type the policy does not name."""
+    from slurm_gpu.sharing.mig import detected_profile
+
+    out = []
+    for nt in policy.node_types:
+        g = policy.gpu_type(nt.gpu_type) if nt.gpu_type else None
+        if nt.mig_mode != "static" or g is None:
+            continue
+        for prof in dict.fromkeys(nt.mig_layout):
+            seen = detected_profile(g.name, int(g.memory_gb), prof, from_attributes)
+            if seen is not None and seen != prof:
+                out.append(f"node_types.{nt.name}.mig_layout: Slurm {release}'s gpu/nvml (AutoDetect=nvml) names "
+                           f"the {prof} slice of GPU type {g.name} ({int(g.memory_gb)} GB) {seen!r}: "
+                           "such a node registers "
+                           f"gpu:{g.name}_{seen}, not gpu:{g.name}_{prof}; use the emitted gres.conf lines "
+                           "(AutoDetect=off) on that node, or another profile")
+    return out
+
+
 def unserved_slices(policy: Policy, inventory: Inventory) -> list[str]:
     """Warnings for MIG slices the policy routes fractions to (its MIG-capable types' allowed profiles,
     per partition) that no node of the partition offers in ``inventory`` (the live cluster's records)."""

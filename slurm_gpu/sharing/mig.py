@@ -343,6 +343,41 @@ def apply(current: Mapping[int, MigState], actions: Iterable[Action], geometry: 
     return states
 
 
-__all__ = ["COMPUTE_SLICES", "MigError", "Profile", "Geometry", "GpuInstance", "MigState", "Layout", "Action",
+# The memory NVML reports for each MIG profile (nvmlDeviceGetAttributes memorySizeMB; `nvidia-smi mig -lgip`
+# "Memory GiB" x 1024), by GPU family and total memory: public `-lgip` captures (the sources are the stand-in's
+# fixture, tests/nvml_standin/fixtures/mig-profiles.json). Slurm 22.05's gpu/nvml names a detected slice from
+# these (release.py mig_profile_from_attributes): <slices>g.<MiB/1024 rounded>gb.
+MIG_PROFILE_MIB: dict[tuple[str, int], dict[str, int]] = {
+    ("a100", 80): {"1g.10gb": 9728, "1g.10gb+me": 9728, "1g.20gb": 19968, "2g.20gb": 19968, "3g.40gb": 40192,
+                   "4g.40gb": 40192, "7g.80gb": 80896},
+    ("a100", 40): {"1g.5gb": 4864, "1g.5gb+me": 4864, "2g.10gb": 9984, "3g.20gb": 20096, "4g.20gb": 20096,
+                   "7g.40gb": 40448},
+    ("h100", 80): {"1g.10gb": 9984, "1g.10gb+me": 9984, "1g.20gb": 20091, "2g.20gb": 20091, "3g.40gb": 40448,
+                   "4g.40gb": 40448, "7g.80gb": 81152},
+}
+
+
+def profile_from_attributes(slices: int, memory_mb: int) -> str:
+    """A MIG profile named as Slurm 22.05's gpu/nvml names it: ``<slices>g.<GiB rounded>gb`` (roundl of
+    memorySizeMB / 1024, halves away from zero; the A100 80GB's 3g.40gb, 39.25 GiB, becomes ``3g.39gb``)."""
+    q, r = divmod(memory_mb, 1024)
+    return f"{slices}g.{q + (1 if 2 * r >= 1024 else 0)}gb"
+
+
+def detected_profile(gpu_type: str, memory_gb: int, profile: str, from_attributes: bool) -> str | None:
+    """The profile name Slurm's gpu/nvml gives ``profile`` of a GPU of this type: the name itself where the
+    release reads it from the NVML device name; from the recorded memory where it reads the attributes
+    (None: no recorded table for this GPU, cannot tell)."""
+    if not from_attributes:
+        return profile
+    family = next((f for f, mem in MIG_PROFILE_MIB if f in gpu_type.lower() and mem == memory_gb), None)
+    mib = MIG_PROFILE_MIB.get((family, memory_gb), {}).get(profile) if family else None
+    if mib is None:
+        return None
+    return profile_from_attributes(parse_mig_profile(profile).slices, mib) + profile[len(profile.split("+")[0]):]
+
+
+__all__ = ["MIG_PROFILE_MIB", "profile_from_attributes", "detected_profile",
+           "COMPUTE_SLICES", "MigError", "Profile", "Geometry", "GpuInstance", "MigState", "Layout", "Action",
            "layout_counts", "compute_slices", "default_layout", "node_type_of", "check_request", "place",
            "satisfies", "plan_gpu", "plan", "drifted", "apply"]

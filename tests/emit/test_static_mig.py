@@ -80,7 +80,9 @@ def test_only_static_node_types_change() -> None:
     text = gres_conf.gres_conf(policy, topos)
     assert "NodeName=a100n1 Name=gpu Type=a100 File=/dev/nvidia[0-1]" in text  # dynamic: whole GPUs
     assert "NodeName=h100n[1-2] Name=gpu Type=h100 File=" in text
-    assert "MultipleFiles" not in gres_conf.gres_conf(*loaded(UNIVERSITY))  # no MIG node type: as before
+    # the university (lab) policy: its only static node type is a100x4mig (node a100mig1)
+    uni = gres_conf.gres_conf(*loaded(UNIVERSITY))
+    assert {ln.split()[0] for ln in uni.splitlines() if "MultipleFiles" in ln} == {"NodeName=a100mig1"}
     assert static_mig_types(policy.node_type("a100x4")) == []  # type: ignore[arg-type]
     assert static_mig_types(policy.node_type("h100x8")) == []  # type: ignore[arg-type]
 

@@ -34,7 +34,12 @@ def test_nodes_and_features_from_policy():
         assert node.conf_line.startswith(f"NodeName={node.name} ")
         assert node.gpu_type in node.features
         assert ("mig" in node.features) == (node.gpu_type in mig_types)
-        assert f"Gres=gpu:{node.gpu_type}:{node.gpus}" in node.conf_line
+        if node.mig_layout:  # static MIG (a100mig1): the node's GPUs are its slices, one gres type each
+            assert f"Gres=gpu:{node.gpu_type}_{node.mig_layout[0]}:" in node.conf_line
+        else:
+            assert f"Gres=gpu:{node.gpu_type}:{node.gpus}" in node.conf_line
+    assert [n.name for n in spec.static_mig_nodes] == [n for nt in doc["node_types"] if nt.get("mig_mode") == "static"
+                                                       for n in expand_hostlist(nt["nodes"])] == ["a100mig1"]
 
 
 def test_gres_lines_follow_topology_sockets():
@@ -44,7 +49,7 @@ def test_gres_lines_follow_topology_sockets():
         (re.search(r"Type=(\w+)", ln).group(1), re.search(r"File=(\S+)", ln).group(1)): re.search(
             r"Cores=(\S+)", ln
         ).group(1)
-        for ln in spec.gres_lines
+        for ln in spec.gres_lines if " File=" in ln  # static MIG lines give MultipleFiles=
     }
     assert lines[("h100", "/dev/nvidia[0-3]")] == "0-15"
     assert lines[("h100", "/dev/nvidia[4-7]")] == "16-31"
@@ -54,7 +59,7 @@ def test_gres_lines_follow_topology_sockets():
 
 def test_device_dir_is_used():
     spec = policy_spec_factory(POLICY)("/tmp/lab/dev")
-    assert all("File=/tmp/lab/dev/nvidia" in ln for ln in spec.gres_lines)
+    assert all(re.search(r" (Multiple)?Files?=/tmp/lab/dev/nvidia", ln) for ln in spec.gres_lines)
 
 
 def test_partitions_and_qos_from_policy():

@@ -69,7 +69,10 @@ def test_constraint_features_and_per_node() -> None:
 def test_policy_nodes_are_what_emit_renders(uni) -> None:
     inv = policy_inventory(uni)
     by = {n.name: n for n in inv.nodes}
-    assert set(by) == {"h100n1", "h100n2", "a100n1"}
+    assert set(by) == {"h100n1", "h100n2", "a100n1", "a100mig1"}
+    # static MIG: the node's gres are its slices, as emitted
+    assert set(by["a100mig1"].gres) == {("gpu", "a100_2g.20gb", 12), ("gpu", "a100_1g.10gb", 4)}
+    assert set(by["a100mig1"].partitions) == {"mig"}
     assert by["a100n1"].features == {"a100", "mig"} and by["a100n1"].gres == (("gpu", "a100", 4),)
     assert set(by["a100n1"].partitions) == {"interactive", "batch", "spot", "mig"}
     # MIG slices of a MIG-capable type without a static layout: unknown from the policy alone

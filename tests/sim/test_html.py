@@ -21,7 +21,7 @@ from tests.cluster.test_report_html import Marks, open_in_browser
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
-UNIVERSITY = str(ROOT / "examples" / "policies" / "university.yaml")
+UNIVERSITY = str(DATA / "university.yaml")
 VARIANT = str(DATA / "university-debug-h100.yaml")
 SAMPLE = str(DATA / "alibaba-openb-synthetic.csv")
 

@@ -16,7 +16,7 @@ from slurm_gpu.sim.routing import Route, Router
 from slurm_gpu.sim.traces import TraceJob
 from tests.sim.helpers import TINY, run
 
-UNIVERSITY = load_policy(str(Path(__file__).resolve().parents[2] / "examples" / "policies" / "university.yaml"))
+UNIVERSITY = load_policy(str(Path(__file__).resolve().parent / "data" / "university.yaml"))
 
 
 @pytest.mark.parametrize("job,route", [

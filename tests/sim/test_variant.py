@@ -20,7 +20,7 @@ from slurm_gpu.sim.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parent / "data"
-UNIVERSITY = ROOT / "examples" / "policies" / "university.yaml"
+UNIVERSITY = DATA / "university.yaml"
 VARIANT = DATA / "university-debug-h100.yaml"
 SAMPLE = DATA / "alibaba-openb-synthetic.csv"
 
