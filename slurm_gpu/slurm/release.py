@@ -79,6 +79,11 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     # AutoDetect=nvml names a MIG device's profile from nvmlDeviceGetAttributes, "<slices>g.<GiB rounded>gb"
     # (22.05: 3g.40gb of an A100 80GB becomes 3g.39gb), not from the NVML device name ("... MIG 3g.40gb")
     mig_profile_from_attributes: bool
+    # a preempted (PreemptMode=REQUEUE) batch job whose shell dies of --signal's signal before its trap (the
+    # signal comes at once under preempt_send_user_signal): 22.05.8 ends it FAILED (ExitCode 0:12,
+    # JobLaunchFailure; slurm-gpu-epilog-ctld requeues it, docs/checkpointing.md); 24.11.5 requeues it itself
+    # (measured: tests/checkpoint/test_lab_preempted_at_start.py). 23.x not measured (taken as 22.05)
+    requeues_preempted_killed_by_signal: bool
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
     @property
@@ -124,7 +129,7 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                      gpus_per_node_excludes_gres_gpu=False,
                      # code-read and measured on 22.05.8 (gpu_nvml.c _handle_mig; tests/topology/
                      # test_slurm_detection.py: "MIG Profile: nvidia_a100_3g.39gb")
-                     mig_profile_from_attributes=True)),
+                     mig_profile_from_attributes=True, requeues_preempted_killed_by_signal=False)),
     ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True,  # docs: data_parser plugins
                       # measured on 24.11.5 (docs/gpusub.md "Placement"): with enforce-binding a job with
                       # --cpus-per-task gets every core of its GPUs' sockets (-c 8 + 2 h100: NumCPUs=16, not 8;
@@ -143,7 +148,7 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                        stdin_job_name_env=True,
                        # measured on 24.11.5 (test_slurm_detection.py: "MIG Profile: nvidia_a100_3g.40gb"):
                        # the profile comes from the NVML MIG device name. 23.02-24.05 not checked
-                       mig_profile_from_attributes=False)),
+                       mig_profile_from_attributes=False, requeues_preempted_killed_by_signal=True)),
     # 26.05: CHANGELOG/slurm-26.05.md 26.05.0rc1 and sbatch.1 ("mutually exclusive with --gpus-per-node");
     # measured on 26.05.5 (Debian testing)
     # 26.05: v0.0.42 deprecated (removed in 26.11): squeue --json=v0.0.45, its default (measured on 26.05.5: the
