@@ -81,8 +81,8 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     mig_profile_from_attributes: bool
     # a preempted (PreemptMode=REQUEUE) batch job whose shell dies of --signal's signal before its trap (the
     # signal comes at once under preempt_send_user_signal): 22.05.8 ends it FAILED (ExitCode 0:12,
-    # JobLaunchFailure; slurm-gpu-epilog-ctld requeues it, docs/checkpointing.md); 24.11.5 requeues it itself
-    # (measured: tests/checkpoint/test_lab_preempted_at_start.py). 23.x not measured (taken as 22.05)
+    # JobLaunchFailure; slurm-gpu-epilog-ctld requeues it, docs/checkpointing.md); 24.11.5 and 26.05.5 requeue it
+    # themselves (measured: tests/checkpoint/test_lab_preempted_at_start.py). 23.x not measured (taken as 22.05)
     requeues_preempted_killed_by_signal: bool
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
