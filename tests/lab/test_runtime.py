@@ -57,7 +57,9 @@ def test_lab_env_policy_outlives_the_checkout_it_came_from(slurm_lab, tmp_path):
     policy = _lab_env_exports(slurm_lab.paths.lab_dir)["GPUSUB_POLICY"]
     assert policy.startswith(slurm_lab.paths.lab_dir + "/") and Path(policy).is_file()
     loaded = load_policy(policy)
-    assert [load_topology_file(nt.topology).sockets for nt in loaded.node_types] == [2, 2]
+    # every node type's topology capture resolves from the lab's copy (the lab's machines have 2 sockets each)
+    assert [load_topology_file(nt.topology).sockets for nt in loaded.node_types] == [2] * len(loaded.node_types) \
+        and len(loaded.node_types) >= 2
     # and the lab user can read it
     probe = subprocess.run(["runuser", "-u", slurm_lab.user, "--", "cat", policy], capture_output=True, timeout=30)
     assert probe.returncode == 0, probe.stderr
