@@ -39,7 +39,8 @@ from slurm_gpu.lab.install import (
     system_plugin_dir,
 )
 from slurm_gpu.lab.nvmlnode import NodeNvml, prepare_node
-from slurm_gpu.lab.spec import LabHooks, LabSpec
+from slurm_gpu.lab.spec import LabHooks, LabSpec, detected_alike
+from slurm_gpu.slurm.release import spelling_for
 
 DEFAULT_LAB_DIR = "/tmp/slurm-gpu-lab"
 MARKER = ".slurm-gpu-lab"
@@ -303,6 +304,10 @@ class Lab(LabDaemons):
                                            load_topology_file(n.topology), n.mig_layout, lib, str(repo_root()))
                 self.say(f"{n.name}: static MIG {'+'.join(n.mig_layout)} per GPU, detected by Slurm's gpu/nvml "
                          "over the stand-in NVML")
+            elif rt.plugin_dirs and not detected_alike(n, spelling_for(rt.version).mig_profile_from_attributes):
+                self.say(f"{n.name}: static MIG {'+'.join(n.mig_layout)} from the emitted gres.conf lines "
+                         f"(AutoDetect=off): Slurm {'.'.join(map(str, rt.version))}'s gpu/nvml would name a slice "
+                         "otherwise than the policy does (`slurm-gpu policy check` says which)")
             else:
                 self.say(f"{n.name}: static MIG from the emitted gres.conf lines (no gpu_nvml.so or no C compiler "
                          "for the stand-in NVML: AutoDetect=nvml is off)")
@@ -397,7 +402,9 @@ class Lab(LabDaemons):
             from slurm_gpu.lab.nodehooks import standin_lib_dir
 
             if standin_lib_dir(repo_root()):  # Slurm's gpu/nvml needs a libnvidia-ml.so.1: the stand-in's
-                rt = dataclasses.replace(rt, nvml_nodes=tuple(n.name for n in spec.static_mig_nodes))
+                by_attributes = spelling_for(version).mig_profile_from_attributes
+                rt = dataclasses.replace(rt, nvml_nodes=tuple(n.name for n in spec.static_mig_nodes
+                                                              if detected_alike(n, by_attributes)))
         if base:
             b = int(base)
             rt = dataclasses.replace(rt, ctld_port=b, dbd_port=b + 2, slurmd_port0=b + 100)

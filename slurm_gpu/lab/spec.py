@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from slurm_gpu.policy.model import Partition, Qos
+from slurm_gpu.sharing.mig import detected_profile
 
 DEFAULT_USER = "labuser"
 DEFAULT_ACCOUNT = "lab"
@@ -32,6 +33,7 @@ class LabNode:
     # stand-in NVML state is built from, so that slurmd can detect the slices (AutoDetect=nvml)
     mig_layout: tuple[str, ...] = ()
     topology: str = ""
+    gpu_memory_gb: int = 0  # the GPU type's memory: what names a detected MIG slice on some releases
 
 
 # The lab's QOS are the policy's, unchanged (one model; the config generator reads the same fields).
@@ -96,6 +98,19 @@ class LabSpec:
         return max((n.gpus for n in self.nodes), default=0)
 
 
+def _memory_gb(policy: Any, gpu_type: str | None) -> int:
+    g = policy.gpu_type(gpu_type) if gpu_type else None
+    return int(g.memory_gb) if g is not None else 0
+
+
+def detected_alike(node: LabNode, from_attributes: bool) -> bool:
+    """Whether Slurm's gpu/nvml names every slice of ``node``'s layout as the policy does (release.py
+    ``mig_profile_from_attributes``: 22.05 names the A100 80GB's 3g.40gb ``3g.39gb``, so slurm.conf's
+    gpu:a100_3g.40gb would not match what slurmd detects and the node would be INVAL)."""
+    return all(detected_profile(node.gpu_type or "", node.gpu_memory_gb, p, from_attributes) == p
+               for p in dict.fromkeys(node.mig_layout))
+
+
 def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") -> LabSpec:
     """Build the LabSpec from a loaded Policy; ``load_topology(path)`` returns a Topology."""
     from slurm_gpu.emit.gres_conf import gres_lines
@@ -103,7 +118,8 @@ def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") 
 
     topologies = {nt.name: load_topology(nt.topology) for nt in policy.node_types}
     nodes = [LabNode(name, nt.name, nt.gpu_type, nt.gpus, node_features(policy, nt, topologies[nt.name]), line,
-                     tuple(nt.mig_layout) if nt.mig_mode == "static" else (), str(nt.topology))
+                     tuple(nt.mig_layout) if nt.mig_mode == "static" else (), str(nt.topology),
+                     _memory_gb(policy, nt.gpu_type))
              for name, nt, line in node_lines(policy, topologies)]
     gres = gres_lines(policy, topologies, device_dir)
     qos = tuple(policy.qos)

@@ -83,3 +83,17 @@ def test_accounts_named_by_policy_classes_exist_in_the_lab():
     spec = policy_spec_factory(POLICY)("/dev")
     want = {a for c in raw().get("classes", []) for a in (c.get("match") or {}).get("accounts", [])}
     assert set(spec.extra_accounts) == want - {spec.account}
+
+
+def test_static_mig_node_detected_alike_follows_the_release():
+    """A static-MIG node runs AutoDetect=nvml only where the release's gpu/nvml names its slices as the policy
+    does (release.py mig_profile_from_attributes): examples/policies/mig/university-mig.yaml's a100n2 holds
+    3g.40gb (detected as 3g.39gb by 22.05, from the memory), the lab's a100mig1 only 2g.20gb and 1g.10gb."""
+    from slurm_gpu.lab.spec import detected_alike
+
+    mig = policy_spec_factory(str(Path(POLICY).parent / "mig" / "university-mig.yaml"))("/dev")
+    (a100n2,) = mig.static_mig_nodes
+    assert "3g.40gb" in a100n2.mig_layout and a100n2.gpu_memory_gb == 80
+    assert not detected_alike(a100n2, from_attributes=True) and detected_alike(a100n2, from_attributes=False)
+    (a100mig1,) = policy_spec_factory(POLICY)("/dev").static_mig_nodes
+    assert detected_alike(a100mig1, from_attributes=True) and detected_alike(a100mig1, from_attributes=False)
