@@ -93,10 +93,11 @@ def policy_spec_factory(policy_path: str) -> SpecFactory:
 
 def default_hooks(job_submit_lua: str | None = None, prolog: str | None = None, epilog: str | None = None,
                   task_prolog: str | None = None, *, job_submit_policy: bool | None = None,
-                  node_hooks: bool | None = None) -> LabHooks:
+                  node_hooks: bool | None = None, drivers: bool | None = None) -> LabHooks:
     """Hooks wired into slurm.conf: job_submit.lua compiled from the lab policy unless
     ``job_submit_policy`` is false (``lab up --no-job-submit``; None: on unless SLURM_GPU_LAB_JOB_SUBMIT=0),
-    and the paths given (``lab up --prolog ...``; ``--job-submit-lua`` wins over the compiled script)."""
+    and the paths given (``lab up --prolog ...``; ``--job-submit-lua`` wins over the compiled script).
+    ``drivers`` (None: on unless SLURM_GPU_LAB_DRIVERS=0): the dynamic-MIG nodes get the stand-in driver."""
     def _abs(path: str | None) -> str | None:
         return os.path.abspath(path) if path else None
 
@@ -106,9 +107,11 @@ def default_hooks(job_submit_lua: str | None = None, prolog: str | None = None, 
         from slurm_gpu.lab.nodehooks import enabled_by_env
 
         node_hooks = enabled_by_env()
+    if drivers is None:
+        drivers = os.environ.get("SLURM_GPU_LAB_DRIVERS", "1") != "0"
     return LabHooks(job_submit_lua=_abs(job_submit_lua), prolog=_abs(prolog), epilog=_abs(epilog),
                     task_prolog=_abs(task_prolog), job_submit_policy=job_submit_policy, node_hooks=node_hooks,
-                    prolog_alloc=os.environ.get("SLURM_GPU_LAB_PROLOG_ALLOC", "0") == "1")
+                    prolog_alloc=os.environ.get("SLURM_GPU_LAB_PROLOG_ALLOC", "0") == "1", drivers=drivers)
 
 
 def slurm_version() -> tuple[int, int, int]:
@@ -270,6 +273,7 @@ class Lab(LabDaemons):
         self._write_configs(spec, rt)
         self._make_fake_mig_caps(static_mig_cap_minors(spec))
         nvml = self._prepare_nvml(spec, rt)
+        self._give_drivers(spec, hooks)
         self._write("nodes", "\n".join(spec.node_names))
         self._write("device-dir", device_dir)
         if policy_path:
@@ -312,6 +316,42 @@ class Lab(LabDaemons):
                 self.say(f"{n.name}: static MIG from the emitted gres.conf lines (no gpu_nvml.so or no C compiler "
                          "for the stand-in NVML: AutoDetect=nvml is off)")
         return out
+
+    def _give_drivers(self, spec: LabSpec, hooks: LabHooks) -> None:
+        """The stand-in NVIDIA driver (``$LAB_DIR/nvml/<node>.state``: the node's recorded machine, whole GPUs,
+        MIG off) on each dynamic-MIG node, so that the node hooks can make a job's layout there (the README's
+        ``gpusub --mig 3g.40gb:2`` and ``--mps``); slurmd keeps the emitted lines. The states the lab wrote
+        before are removed first, so ``SLURM_GPU_LAB_DRIVERS=0`` (and the private labs that write their own)
+        starts with no driver anywhere."""
+        from slurm_gpu.lab import nodehooks
+        from slurm_gpu.lab.nvmlnode import write_state
+        from slurm_gpu.topology import load_topology_file
+
+        listed = Path(self.paths.lab_dir, "stand-in-drivers")
+        nvml_dir = nodehooks.nvml_dir(self.paths.lab_dir)
+        for node in (listed.read_text().split() if listed.exists() else ()):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(nvml_dir, f"{node}.state"))
+        listed.unlink(missing_ok=True)
+        nodes = spec.dynamic_mig_nodes if hooks.node_hooks and hooks.drivers else ()
+        if not nodes:
+            return
+        if not nodehooks.standin_lib_dir(repo_root()):
+            self.say(f"{','.join(n.name for n in nodes)}: no stand-in libnvidia-ml.so.1 (no C compiler?): no "
+                     "driver there, so per-job MIG and MPS jobs fail on them")
+            return
+        os.makedirs(nvml_dir, mode=0o755, exist_ok=True)
+        done = []
+        for n in nodes:
+            try:
+                write_state(nvml_dir, n.name, load_topology_file(n.topology), (), str(repo_root()))
+                done.append(n.name)
+            except (OSError, ValueError) as e:
+                self.say(f"{n.name}: no stand-in driver ({e})")
+        listed.write_text("".join(f"{n}\n" for n in done))
+        if done:
+            self.say(f"{','.join(done)}: the stand-in NVIDIA driver of the recorded machine (whole GPUs, MIG off), "
+                     "for per-job MIG layouts and MPS (SLURM_GPU_LAB_DRIVERS=0: none)")
 
     def _start_daemons(self, spec: LabSpec, rt: LabRuntime, hooks: LabHooks,
                        nvml: dict[str, NodeNvml] | None = None) -> None:

@@ -325,10 +325,9 @@ def lab_fixture(topo: Topology, layout: Sequence[str], repo: str, source: str) -
     return fixture_from_topology(topo, source=source, mig_profiles=tables[name], mig_layout=layout)
 
 
-def prepare_node(nvml_dir: str, node: str, topo: Topology, layout: Sequence[str], lib_dir: str,
-                 repo: str) -> NodeNvml:
-    """Write ``<nvml_dir>/<node>.state`` (the node hooks read the same file: ``SLURM_GPU_NVML_STANDIN_DIR``)
-    and ``<nvml_dir>/mig-minors``; returns how to start the node's slurmd over them."""
+def write_state(nvml_dir: str, node: str, topo: Topology, layout: Sequence[str], repo: str) -> str:
+    """Write ``<nvml_dir>/<node>.state``, the stand-in's state of ``topo`` with ``layout`` on every GPU
+    (empty: whole GPUs, MIG off); the node hooks read it (``SLURM_GPU_NVML_STANDIN_DIR``). Its path."""
     from slurm_gpu.adapters import fs
 
     state_mod = _standin_module(repo, "state")
@@ -337,12 +336,22 @@ def prepare_node(nvml_dir: str, node: str, topo: Topology, layout: Sequence[str]
     fixture = lab_fixture(topo, layout, repo, source=f"slurm-gpu lab node {node}")
     state = os.path.join(nvml_dir, f"{node}.state")
     fs.write_file(state, state_mod.render(fixture).encode(), mode=0o644, create=True)
+    return state
+
+
+def prepare_node(nvml_dir: str, node: str, topo: Topology, layout: Sequence[str], lib_dir: str,
+                 repo: str) -> NodeNvml:
+    """Write the node's state (:func:`write_state`) and ``<nvml_dir>/mig-minors``; returns how to start the
+    node's slurmd over them."""
+    from slurm_gpu.adapters import fs
+
+    state = write_state(nvml_dir, node, topo, layout, repo)
     minors = os.path.join(nvml_dir, "mig-minors")
     fs.write_file(minors, mig_minors_text().encode(), mode=0o644, create=True)
     return NodeNvml(node, state, lib_dir, hwloc_synthetic(topo), minors)
 
 
-__all__ = ["NodeNvml", "lab_fixture", "prepare_node",
+__all__ = ["NodeNvml", "lab_fixture", "prepare_node", "write_state",
            "gi_id", "mig_minors_text", "cap_minors", "place_layout", "mig_instances", "fixture_from_topology",
            "hwloc_synthetic", "namespace_argv", "slurmd_env", "DetectedGres", "parse_gres", "detected_type_name",
            "mig_profile_22_05", "run_slurmd_g", "run_slurmd_detect"]

@@ -34,6 +34,7 @@ class LabNode:
     mig_layout: tuple[str, ...] = ()
     topology: str = ""
     gpu_memory_gb: int = 0  # the GPU type's memory: what names a detected MIG slice on some releases
+    mig_mode: str = "none"  # the node type's: none, static (mig_layout) or dynamic (per-job layouts)
 
 
 # The lab's QOS are the policy's, unchanged (one model; the config generator reads the same fields).
@@ -56,6 +57,9 @@ class LabHooks:
     epilog_slurmctld: str | None = None  # EpilogSlurmctld= (slurmctld reads it only when it starts)
     node_hooks: bool = False  # install slurm-gpu's own Prolog/Epilog/TaskProlog (slurm_gpu/lab/nodehooks.py)
     prolog_alloc: bool = False  # PrologFlags=Alloc with a Prolog/Epilog (False: the Prolog runs at the first step)
+    # the stand-in NVIDIA driver (NVML state of the recorded machine) on the nodes that serve per-job MIG
+    # layouts (mig_mode dynamic), so that the hooks can: lab/control.py _give_drivers
+    drivers: bool = False
 
     @property
     def job_submit(self) -> str | None:
@@ -94,6 +98,11 @@ class LabSpec:
         """The nodes whose GPUs are static MIG slices (slurmd detects them over the stand-in, when it can)."""
         return tuple(n for n in self.nodes if n.mig_layout)
 
+    @property
+    def dynamic_mig_nodes(self) -> tuple[LabNode, ...]:
+        """The nodes that serve per-job MIG layouts on whole GPUs (the hooks make them: they need a driver)."""
+        return tuple(n for n in self.nodes if n.mig_mode == "dynamic" and n.gpus)
+
     def max_gpus_per_node(self) -> int:
         return max((n.gpus for n in self.nodes), default=0)
 
@@ -119,7 +128,7 @@ def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") 
     topologies = {nt.name: load_topology(nt.topology) for nt in policy.node_types}
     nodes = [LabNode(name, nt.name, nt.gpu_type, nt.gpus, node_features(policy, nt, topologies[nt.name]), line,
                      tuple(nt.mig_layout) if nt.mig_mode == "static" else (), str(nt.topology),
-                     _memory_gb(policy, nt.gpu_type))
+                     _memory_gb(policy, nt.gpu_type), nt.mig_mode)
              for name, nt, line in node_lines(policy, topologies)]
     gres = gres_lines(policy, topologies, device_dir)
     qos = tuple(policy.qos)

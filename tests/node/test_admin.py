@@ -5,6 +5,7 @@ processes, as root (the installation must be root's)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -185,9 +186,11 @@ def test_check_compares_the_mig_layout_with_the_policy(root: Path):
     lib, state = _standin()
     shutil.copytree(REPO / "examples", root / "examples")
     pol = root / "examples" / "policies" / "university.yaml"
-    pol.write_text(pol.read_text().replace(
-        "    nodes: a100n1\n",
-        "    nodes: a100n1\n    mig_mode: static\n    mig_layout: [3g.40gb, 2g.20gb, 2g.20gb]\n"))
+    text = re.sub(r"    nodes: a100n1\n(    #.*\n)*    mig_mode: dynamic\n",
+                  "    nodes: a100n1\n    mig_mode: static\n    mig_layout: [3g.40gb, 2g.20gb, 2g.20gb]\n",
+                  pol.read_text())
+    assert "mig_layout: [3g.40gb, 2g.20gb, 2g.20gb]" in text
+    pol.write_text(text)
     pre = root / "etc"
     assert cli("install", "--prefix", str(pre), "--policy", str(pol), "--no-job-submit").returncode == 0
     st = state.write(root / "node.state", state.load_fixture("h100-8gpu"))  # MIG off: not the declared layout

@@ -109,7 +109,7 @@ def nlab(tmp_path_factory) -> Iterator[NodeLab]:
         pytest.skip("needs root and the Slurm packages (slurm-gpu lab)")
     with private_lab(LAB_DIR, PORT_BASE, say=lambda m: print(f"[node-hooks lab] {m}")) as the_lab:
         policy = dynamic_policy(tmp_path_factory.mktemp("policy"))
-        the_lab.up(policy_spec_factory(policy), hooks=default_hooks(node_hooks=True), restart=True,
+        the_lab.up(policy_spec_factory(policy), hooks=default_hooks(node_hooks=True, drivers=False), restart=True,
                    policy_path=policy)
         yield NodeLab(the_lab)
 

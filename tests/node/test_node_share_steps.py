@@ -45,7 +45,7 @@ def dynamic_policy(dst: Path) -> Path:
                         "    mig_capable: true\n    mig_profiles: [1g.10gb, 2g.20gb, 3g.40gb, 7g.80gb]\n"
                         "    features: [hopper, nvlink]")
     text = text.replace("    nodes: h100n[1-2]\n", "    nodes: h100n[1-2]\n    mig_mode: dynamic\n")
-    assert text.count("mig_mode: dynamic") == 1
+    assert text.count("mig_mode: dynamic") == 2  # and a100n1, dynamic in the lab policy itself
     assert "mig_profiles: [1g.10gb, 2g.20gb, 3g.40gb, 7g.80gb]\n    feat" in text
     dst.write_text(text)
     return dst
@@ -164,10 +164,10 @@ def test_a_request_that_cannot_be_served_fails_the_job_not_the_node(node: Node, 
 
 
 def test_mig_on_a_node_type_without_dynamic_mode_is_refused(node: Node):
-    p = node.run("prolog", "slurm-gpu:mig=1g.10gb:1", SLURMD_NODENAME="a100n1", SLURM_JOB_GPUS="1",
-                 CUDA_VISIBLE_DEVICES="1")
+    p = node.run("prolog", "slurm-gpu:mig=1g.10gb:1", SLURMD_NODENAME="a100mig1", SLURM_JOB_GPUS="1",
+                 CUDA_VISIBLE_DEVICES="1")  # static MIG (a100n1 is dynamic in the lab policy)
     assert p.returncode == 0
-    t = node.run("task-prolog", "slurm-gpu:mig=1g.10gb:1", SLURMD_NODENAME="a100n1")
+    t = node.run("task-prolog", "slurm-gpu:mig=1g.10gb:1", SLURMD_NODENAME="a100mig1")
     assert t.returncode == 3 and "does not serve per-job MIG layouts" in t.stdout
 
 

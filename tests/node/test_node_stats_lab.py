@@ -60,7 +60,7 @@ def slab(tmp_path_factory) -> Iterator[tuple[node_lab.NodeLab, str]]:
         pytest.skip("needs root and the Slurm packages (slurm-gpu lab)")
     with private_lab(LAB_DIR, PORT_BASE, say=lambda m: print(f"[node-stats lab] {m}")) as the_lab:
         policy = priced_policy(tmp_path_factory.mktemp("policy"))
-        the_lab.up(policy_spec_factory(policy), hooks=default_hooks(node_hooks=True), restart=True,
+        the_lab.up(policy_spec_factory(policy), hooks=default_hooks(node_hooks=True, drivers=False), restart=True,
                    policy_path=policy)
         yield node_lab.NodeLab(the_lab), policy
 
