@@ -568,12 +568,13 @@ local function feature_sets(nodes)
   return out
 end
 
-local function type_fits(st, part, t)  -- mirror of fit.type_fits
+local function type_fits(st, part, t)  -- mirror of fit.type_fits: on as many nodes as the job needs
   local r, nodes = st.r, {}
+  local per_node = math.max(r.gpus_per_node or 1, 1)
   for _, n in ipairs(candidates(st, part)) do
-    if node_count(n, "gpu", t) > 0 then nodes[#nodes + 1] = n end
+    if node_count(n, "gpu", t) >= per_node then nodes[#nodes + 1] = n end
   end
-  if #r.nodelist > 0 and #nodes < distinct(r.nodelist) then return false end
+  if #nodes < math.max(distinct(r.nodelist), r.node_min or 1) then return false end
   local term = r.constraint_term
   if not term then return #nodes > 0 end
   if #r.nodelist > 0 then
@@ -672,7 +673,7 @@ local function resolve_type(st, part)
   for _, t in ipairs(order) do if fitset[t] then return t, nil end end
   if #fitting > 0 and (#preferred > 0 or #fitting == 1) then return fitting[1], nil end
   if #fitting == 0 and (#preferred > 0 or #offered == 1) then
-    if narrowed then return false, nil end  -- no type's nodes meet -C/-w/-x: left untyped
+    if narrowed or #(P.nodes or {}) > 0 then return false, nil end  -- no type's nodes meet the request: untyped
     return preferred[1] or offered[1], nil
   end
   return nil, reject(st, "untyped_gpu", fix, { gpus = st.gpus, partition = part.name })

@@ -381,6 +381,26 @@ def _memory_field(i: int) -> Rule:
     return rule
 
 
+def _switches(part: int) -> Rule:
+    """``--switches=COUNT[@MAX-TIME]``: req_switch = COUNT, wait4switch = MAX-TIME in seconds; NO_VAL for
+    either without it (every captured job_desc: tests/job_submit/fixtures)."""
+    def rule(line: _Line) -> int:
+        text = line.get("switches")
+        if text is None:
+            return NO_VAL
+        count, at, wait = text.partition("@")
+        if not is_digits(count) or (at and not wait):
+            raise ModelGap(f"--switches={text}: not COUNT[@MAX-TIME]")
+        if part == 0:
+            return int(count)
+        try:
+            return units.parse_time_seconds(wait) if at else NO_VAL
+        except units.UnitError as e:
+            raise ModelGap(f"--switches={text}: {e}") from e
+    rule.__name__ = ("req_switch", "wait4switch")[part]
+    return rule
+
+
 def _time_field(option: str) -> Rule:
     def rule(line: _Line) -> int:
         return _time(line.get(option))
@@ -466,6 +486,8 @@ FIELDS: tuple[tuple[str, Rule], ...] = (
     ("req_nodes", _option("nodelist")),
     ("exc_nodes", _option("exclude")),
     ("features", _option("constraint")),
+    ("req_switch", _switches(0)),
+    ("wait4switch", _switches(1)),
     # memory
     ("pn_min_memory", _memory_field(0)),
     ("min_mem_per_node", _memory_field(1)),

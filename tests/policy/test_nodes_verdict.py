@@ -93,6 +93,9 @@ def test_live_records_carry_features_and_gres(live) -> None:
     ("-x a100n1 -G1 -t 10", "gpu:h100:1"),
     ("-w h100n2 -G1 -t 10", "gpu:h100:1"),
     ("-C h100*1&a100*1 -N2 -G2 -t 10", "gpu:1"),  # no one type fits: left untyped for Slurm
+    # as many nodes as the job needs: interactive's default a100 has one node, h100 two (issue 19's rule)
+    ("-N2 --ntasks-per-node=1 --gpus-per-node=1 -t 15", "gpu:h100:1"),
+    ("-p batch -N3 --gpus-per-node=1 -t 120", "gpu:1"),  # no type has 3 nodes, the partition has: untyped
 ])
 def test_type_respects_the_request(uni, live, line, gres) -> None:
     for inv in (None, live):

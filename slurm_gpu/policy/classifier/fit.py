@@ -47,10 +47,14 @@ def _constraint_ok(term: Term | None, nodes: tuple[NodeOffer, ...], every: bool)
 
 
 def type_fits(st: State, part: Partition, gpu_type: str) -> bool:
-    """Whether GPUs of ``gpu_type`` can be had on nodes that meet the request's -C, -w, -x and partition."""
+    """Whether GPUs of ``gpu_type`` can be had on nodes that meet the request's -C, -w, -x and partition, on
+    as many nodes as the job needs (``-N``, ``-w``'s hosts), each with the job's GPUs per node: a 2-node job
+    is not typed to a type that one node of the partition holds (issue 19's rule: the choice the cluster
+    can serve)."""
     r = st.request
-    nodes = tuple(n for n in candidates(st, part) if n.count("gpu", gpu_type) > 0)
-    if r.nodelist and len(nodes) < len(set(r.nodelist)):
+    per_node = max(r.gpus_per_node or 1, 1)
+    nodes = tuple(n for n in candidates(st, part) if n.count("gpu", gpu_type) >= per_node)
+    if len(nodes) < max(len(set(r.nodelist)), r.node_min or 1):
         return False
     return _constraint_ok(constraint_term(st), nodes, bool(r.nodelist))
 

@@ -113,7 +113,7 @@ def _resolve_type(st: State, part: Partition) -> str | None:
         st.reasons.append(f"GPU type {t}: untyped request resolved (the first type of {part.name} whose nodes "
                           f"meet {_narrowing(r)}) so typed QOS limits apply")
         return t
-    if not fitting and (preferred or len(offered) == 1) and narrowed:
+    if not fitting and (preferred or len(offered) == 1) and (narrowed or st.inventory.nodes):
         st.reasons.append(f"GPU type: none of {', '.join(offered) or '(none)'} in {part.name} has nodes that meet "
                           f"{_narrowing(r)}; the request stays untyped (Slurm picks the GPUs)")
         return None

@@ -1,7 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # accelerate over nodes, one launcher per node; the process count from the allocation.
-# fidelity-known: plain,plugin-sbatch issue 19 item 3: the policy routes the short job to the interactive partition and resolves the untyped request to its default type, a100, of which there is one node for a 2-node job (sbatch: Requested node configuration is not available)
 # fidelity-expect: mode=run batch=1 launch.accelerate=2 worker.accelerate=2 python=2 gpus=2 nodes=2 tasks=2
 #SBATCH --nodes=2
 #SBATCH --ntasks-per-node=1
