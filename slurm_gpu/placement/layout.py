@@ -18,6 +18,11 @@ if TYPE_CHECKING:  # the types only: gpusub's start does not load the policy mod
 
 ISOLATIONS = ("shared", "strict")
 LAUNCHES = ("batch", "per-gpu")  # batch: the script runs once, as under sbatch (default)
+# sbatch options by which the user picks the job's sockets and cores (-B S[:C[:T]] and its parts): with them,
+# --gres-flags=enforce-binding (every core on a socket of the job's GPUs) can make a job unschedulable that
+# sbatch starts (-B 2:16 with one GPU: 32 cores on two sockets, the GPU's socket has 16), so the planners
+# add none
+SOCKET_SHAPE_OPTIONS = frozenset({"extra-node-info", "sockets-per-node", "cores-per-socket", "threads-per-core"})
 
 
 class NodeLayout(NamedTuple):  # NamedTuples, not frozen dataclasses: ~1 ms less of gpusub's start each

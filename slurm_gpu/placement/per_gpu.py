@@ -23,7 +23,15 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING
 
 from slurm_gpu.errors import SlurmGpuError
-from slurm_gpu.placement.layout import ISOLATIONS, BindingPlan, NodeLayout, ceil_div, default_cpus_per_gpu, node_layout
+from slurm_gpu.placement.layout import (
+    ISOLATIONS,
+    SOCKET_SHAPE_OPTIONS,
+    BindingPlan,
+    NodeLayout,
+    ceil_div,
+    default_cpus_per_gpu,
+    node_layout,
+)
 from slurm_gpu.request import Decision, JobRequest
 from slurm_gpu.slurm.release import SlurmSpelling
 
@@ -293,7 +301,12 @@ def _warn_no_binding(st: _PerGpu) -> None:
     st.warnings.append("the request needs more cores than the GPUs' sockets have; not enforcing GPU-core binding")
 
 
+def _no_binding_shaped(st: _PerGpu) -> None:
+    st.why.append("no --gres-flags=enforce-binding: the job's sockets and cores are the user's (-B and its parts)")
+
+
 _BINDING_CASES: tuple[Case, ...] = (
+    ("the user chose the sockets and cores", lambda st: bool(SOCKET_SHAPE_OPTIONS & st.given), _no_binding_shaped),
     ("this Slurm changes the job's CPUs with enforce-binding",
      lambda st: not st.spelling.enforce_binding_keeps_shape, _no_binding_here),
     ("the cores fit the GPUs' sockets: enforce-binding", _cores_fit_sockets, _enforce),

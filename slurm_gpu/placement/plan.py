@@ -42,6 +42,7 @@ from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.placement.layout import (
     ISOLATIONS,
     LAUNCHES,
+    SOCKET_SHAPE_OPTIONS,
     BindingPlan,
     NodeLayout,
     ceil_div,
@@ -249,7 +250,18 @@ def _no_binding_unknown(st: _Batch) -> None:
                   "sockets (slurmctld would refuse the job)")
 
 
+def _socket_shape_given(st: _Batch) -> bool:
+    return bool(SOCKET_SHAPE_OPTIONS & st.given)
+
+
+def _no_binding_shaped(st: _Batch) -> None:
+    st.why.append("no --gres-flags=enforce-binding: the job's sockets and cores are the user's (-B, "
+                  "--sockets-per-node, --cores-per-socket, --threads-per-core), which enforce-binding could make "
+                  "unschedulable (-B 2:16 with one GPU)")
+
+
 _BINDING_CASES: tuple[Case, ...] = (
+    ("the user chose the sockets and cores", _socket_shape_given, _no_binding_shaped),
     ("fits, but this Slurm changes the job's CPUs with it", _changes_shape_here, _no_binding_here),
     ("the CPUs fit the GPUs' sockets: enforce-binding", _binding_fits, _enforce),
     ("not known to fit: none", lambda st: True, _no_binding_unknown),

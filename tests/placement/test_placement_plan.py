@@ -72,6 +72,17 @@ def test_user_settings_are_never_overridden():
     assert p.sbatch_options == ()
 
 
+@pytest.mark.parametrize("given", [("extra-node-info",), ("sockets-per-node",), ("cores-per-socket",),
+                                   ("threads-per-core",)])
+def test_no_enforce_binding_where_the_user_chose_sockets_and_cores(given):
+    """-B 2:16 with one a100: 32 cores on two sockets, the GPU's socket has 16; enforce-binding made
+    sbatch --test-only refuse gpusub's job (Requested node configuration is not available) where plain
+    sbatch's starts (measured in the lab, 22.05.8)."""
+    assert plan(A100, gpus_per_node=2, cpus_per_task=8).sbatch_options == ("--gres-flags=enforce-binding",)
+    p = plan(A100, gpus_per_node=2, cpus_per_task=8, given=given)
+    assert p.sbatch_options == () and any("the job's sockets and cores are the user's" in w for w in p.explanation)
+
+
 def test_policy_cpus_per_gpu_is_assumed_not_added():
     p = plan(defaults=SimpleNamespace(cpus_per_gpu="topology"), gpus_per_node=8, ntasks_per_node=8)
     # DefCpuPerGPU=4 on the partition gives 32 CPUs: they fit both sockets; no --ntasks-per-socket next to it

@@ -116,6 +116,14 @@ def test_verdict_refuses_what_no_node_serves(uni, live, line, why) -> None:
         assert not d.accepted and why in (d.message or ""), (line, d.message)
 
 
+def test_a_task_wider_than_every_node_is_refused(uni, live) -> None:
+    """-c 33 on 32-CPU nodes: no node holds the one task's CPUs (sbatch --test-only: "Requested node
+    configuration is not available"); the policy's own nodes give no CPU totals, so Slurm judges there."""
+    d = decide(uni, "--gres=gpu:1 --cpus-per-task=33 -t 10", live)
+    assert not d.accepted and "33 CPUs per node" in (d.message or ""), d.message
+    assert decide(uni, "--gres=gpu:1 --cpus-per-task=32 -t 10", live).accepted
+
+
 def test_live_nodes_decide_what_the_policy_cannot_know(uni, live) -> None:
     # the MIG slice and the fraction: the policy alone does not know the slices; the cluster says none
     for line in ("--gres=gpu:a100_1g.10gb:1 -p mig -t 10", "--gpu-fraction=0.25 -t 30"):

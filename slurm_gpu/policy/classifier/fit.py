@@ -15,6 +15,7 @@ from slurm_gpu.policy.classifier.state import State
 from slurm_gpu.policy.constraint import Term, features_of, fits, has_count, holds, parse_constraint
 from slurm_gpu.policy.model import Partition
 from slurm_gpu.policy.nodes import NodeOffer, describe
+from slurm_gpu.request import JobRequest
 
 
 def constraint_term(st: State) -> Term | None:
@@ -88,6 +89,28 @@ def _need_text(needs: list[tuple[str, str | None, int]]) -> str:
     return ",".join(f"{g}:{t}:{c}" if t else f"{g}:{c}" for g, t, c in needs)
 
 
+def _per_node_totals(r: JobRequest) -> tuple[int | None, int | None]:
+    """The least CPUs and memory (MB) some node of the job must hold, from the user's options (None: not
+    known): --ntasks-per-node tasks, else at least one task, of -c CPUs each (a task's CPUs are on one
+    node: -c 33 fits no 32-CPU node); --cpus-per-gpu for the GPUs per node (at least one); --mem, else
+    --mem-per-cpu for those CPUs, else --mem-per-gpu for those GPUs. What sbatch --test-only refuses
+    ("Requested node configuration is not available"), measured in the lab."""
+    gpus_on_node = r.gpus_per_node or (1 if (r.gpus or r.gpus_per_task) else 0)
+    tasks = r.ntasks_per_node or (1 if r.cpus_per_task else 0)
+    by_tasks = tasks * (r.cpus_per_task or 1)
+    by_gpus = (r.cpus_per_gpu or 0) * gpus_on_node
+    cpus = max(by_tasks, by_gpus) or None
+    if r.mem_mb:
+        mem: int | None = r.mem_mb
+    elif r.mem_per_cpu_mb:
+        mem = r.mem_per_cpu_mb * (cpus or 1)
+    elif r.mem_per_gpu_mb and gpus_on_node:
+        mem = r.mem_per_gpu_mb * gpus_on_node
+    else:
+        mem = None
+    return cpus, mem
+
+
 def check_nodes(st: State) -> None:
     """The request against what the nodes offer: enough nodes of the partition (with -w, each named one;
     without the -x ones) that hold, each, the gres the job asks per node (GPU types and counts, several
@@ -103,8 +126,7 @@ def check_nodes(st: State) -> None:
         return  # nothing known about the nodes: Slurm judges
     needs = _needs(st)
     totals = any(n.cpus is not None or n.memory_mb is not None for n in st.inventory.nodes)  # the cluster's
-    cpus = r.ntasks_per_node * (r.cpus_per_task or 1) if r.ntasks_per_node and totals else None
-    mem = (r.mem_mb or None) if totals else None
+    cpus, mem = _per_node_totals(r) if totals else (None, None)
     term = constraint_term(st)
     if r.constraint and term is not None:
         known = {f for n in st.inventory.nodes for f in n.features}
