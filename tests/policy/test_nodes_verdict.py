@@ -116,6 +116,15 @@ def test_verdict_refuses_what_no_node_serves(uni, live, line, why) -> None:
         assert not d.accepted and why in (d.message or ""), (line, d.message)
 
 
+def test_type_holds_the_tasks_cpus_where_the_cluster_says(live, uni) -> None:
+    """-n 3 -c 16 in interactive: 48 CPUs, one 32-CPU a100 node cannot hold them, two h100 nodes can (sbatch
+    --test-only refused the a100-typed job, plain sbatch's ran on 2 nodes). The policy's own nodes give no
+    CPU totals: there the default a100 stays (and the compiled job_submit.lua, which has none, does so)."""
+    d = decide(uni, "-n 3 -c 16 --gres=gpu:1 -t 10", live)
+    assert d.accepted and d.gres == "gpu:h100:1", (d.message, d.reasons)
+    assert decide(uni, "-n 3 -c 16 --gres=gpu:1 -t 10").gres == "gpu:a100:1"
+
+
 def test_a_task_wider_than_every_node_is_refused(uni, live) -> None:
     """-c 33 on 32-CPU nodes: no node holds the one task's CPUs (sbatch --test-only: "Requested node
     configuration is not available"); the policy's own nodes give no CPU totals, so Slurm judges there."""

@@ -57,6 +57,10 @@ def type_fits(st: State, part: Partition, gpu_type: str) -> bool:
     nodes = tuple(n for n in candidates(st, part) if n.count("gpu", gpu_type) >= per_node)
     if len(nodes) < max(len(set(r.nodelist)), r.node_min or 1):
         return False
+    c = r.cpus_per_task or 1
+    if r.ntasks and c > 1 and nodes and all(n.cpus for n in nodes):  # the cluster's CPU totals: -n 3 -c 16
+        if sum((n.cpus or 0) // c for n in nodes) < r.ntasks:  # on 32-CPU nodes needs 2 of them
+            return False
     return _constraint_ok(constraint_term(st), nodes, bool(r.nodelist))
 
 
