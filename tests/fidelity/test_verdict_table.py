@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """One verdict (issue 19): for every request shape of the corpus (tests/fidelity/scripts, each script with
-its ``# fidelity-argv/-args/-env`` lines) and of README.md's gpusub examples (parsed from the README's
-code blocks, not copied), ``gpusub --explain --json`` must accept exactly what ``sbatch --test-only``
+its ``# fidelity-argv/-args/-env`` lines), of README.md's gpusub examples (parsed from the README's
+code blocks, not copied) and of tests/fidelity/request-shapes.txt (shapes beyond the corpus), ``gpusub --explain --json`` must accept exactly what ``sbatch --test-only``
 accepts, in the lab (as the lab user, with the lab's compiled job_submit.lua, so plain sbatch meets the
 same policy).
 
@@ -73,7 +73,15 @@ def corpus_shapes() -> list[Shape]:
     return [Shape(s.name, s.argv, s.path, s.args, s.env) for s in harness.load_corpus()]
 
 
-SHAPES = corpus_shapes() + readme_shapes()
+def listed_shapes(path: str = os.path.join(os.path.dirname(os.path.abspath(__file__)), "request-shapes.txt"),
+                  ) -> list[Shape]:
+    """tests/fidelity/request-shapes.txt: request shapes beyond the corpus, one line of options each."""
+    with open(path, encoding="utf-8") as fh:
+        lines = [ln.strip() for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
+    return [Shape(f"shape: {ln}", tuple(shlex.split(ln)), "", ()) for ln in lines]
+
+
+SHAPES = corpus_shapes() + readme_shapes() + listed_shapes()
 
 
 def _run(lab, argv: list[str], cwd: str, env: dict[str, str]):
@@ -148,7 +156,9 @@ def table(slurm_lab, policy_plugin):
 def test_shapes_are_parsed_from_corpus_and_readme() -> None:
     readme = [s for s in SHAPES if s.name.startswith("README: ")]
     assert len(readme) >= 5 and any("--gpu-fraction" in s.argv for s in readme)
-    assert len(SHAPES) - len(readme) == len(harness.load_corpus()) >= 90
+    listed = [s for s in SHAPES if s.name.startswith("shape: ")]
+    assert len(SHAPES) - len(readme) - len(listed) == len(harness.load_corpus()) >= 90
+    assert len(listed) >= 50 and any("-B" in s.argv for s in listed)
 
 
 def test_explain_agrees_with_test_only(table) -> None:
