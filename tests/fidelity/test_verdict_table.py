@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """One verdict (issue 19): for every request shape of the corpus (tests/fidelity/scripts, each script with
 its ``# fidelity-argv/-args/-env`` lines), of README.md's gpusub examples (parsed from the README's
-code blocks, not copied) and of tests/fidelity/request-shapes.txt (shapes beyond the corpus), ``gpusub --explain --json`` must accept exactly what ``sbatch --test-only``
-accepts, in the lab (as the lab user, with the lab's compiled job_submit.lua, so plain sbatch meets the
+code blocks, not copied) and of tests/fidelity/request-shapes.txt (shapes beyond the corpus),
+``gpusub --explain --json`` must accept exactly what ``sbatch --test-only`` accepts, in the lab (as the lab user, with the lab's compiled job_submit.lua, so plain sbatch meets the
 same policy).
 
 The oracle, per shape:
