@@ -2,8 +2,8 @@
 """One verdict (issue 19): for every request shape of the corpus (tests/fidelity/scripts, each script with
 its ``# fidelity-argv/-args/-env`` lines), of README.md's gpusub examples (parsed from the README's
 code blocks, not copied) and of tests/fidelity/request-shapes.txt (shapes beyond the corpus),
-``gpusub --explain --json`` must accept exactly what ``sbatch --test-only`` accepts, in the lab (as the lab user, with the lab's compiled job_submit.lua, so plain sbatch meets the
-same policy).
+``gpusub --explain --json`` must accept exactly what ``sbatch --test-only`` accepts, in the lab (as the lab
+user, with the lab's compiled job_submit.lua, so plain sbatch meets the same policy).
 
 The oracle, per shape:
 - explain accepts: the job gpusub would submit, through ``sbatch --test-only`` (``gpusub --test-only``:
