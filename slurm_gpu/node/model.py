@@ -77,6 +77,7 @@ if TYPE_CHECKING:  # no typing import at run time: a hook starts for every job
         admin_comment: bool
         sacct: str
         sacctmgr: str
+        gres_conf: str
 
     class GpuNode(Protocol):
         """The NVML adapter (slurm_gpu/adapters/gpu_node.py ``NvmlNode``) as the steps see it."""
@@ -146,6 +147,9 @@ DEFAULTS: dict[str, tuple[str, object]] = {
     "mps_path": ("path", "/usr/bin:/bin"),
     # the job's GPU summary in its AdminComment (slurm_gpu/node/summary.py; docs/hooks.md): on/off, clients
     "admin_comment": ("bool", True), "sacct": ("path", "sacct"), "sacctmgr": ("path", "sacctmgr"),
+    # the node's gres.conf, for the whole-GPU identity check ("": gres.conf beside $SLURM_CONF, else
+    # /etc/slurm/gres.conf): identity_problems
+    "gres_conf": ("path", ""),
 }
 WORDS = {"gpu_ids": ("index", "minor")}
 ENV_CONF = "SLURM_GPU_HOOKS_CONF"
@@ -324,6 +328,66 @@ def mig_view(job: Job, migs: tuple[MigDevice, ...], devices: tuple[GpuId, ...]) 
     if job.mig_uuids and ids and len(ids) != len(job.mig_uuids):
         problems.append(f"SLURM_JOB_GPUS holds {len(ids)} ids, CUDA_VISIBLE_DEVICES {len(job.mig_uuids)} MIG devices")
     return slices, problems
+
+
+MAX_GRES_CONF = 1 << 20  # bytes of gres.conf read; a bigger one is not checked
+
+
+def slurm_gpu_minors(gres_conf: str, node: str) -> tuple[int, ...] | None:
+    """Slurm's GPU ids on ``node`` -> /dev/nvidia minors, from gres.conf: the ``File=`` devices of the
+    ``Name=gpu`` lines that apply to the node, in file order, as slurmd numbers them (the id of a GPU is its
+    position; docs/hooks.md "Whole-GPU identity"). None where that cannot be told: the node autodetects
+    (``AutoDetect=nvml``: slurmd numbers in NVML's order), a line names MIG devices (``MultipleFiles=``) or
+    a device that is not ``/dev/nvidiaN``, or no line names a file."""
+    import re
+
+    from slurm_gpu.hostlist import HostlistError, expand_hostlist
+
+    minors: list[int] = []
+    try:
+        for raw in gres_conf.splitlines():
+            words = raw.split("#", 1)[0].split()
+            fields = dict(w.split("=", 1) for w in words if "=" in w)
+            if not fields:
+                continue
+            names = fields.get("NodeName")
+            if names is not None and node not in expand_hostlist(names):
+                continue
+            if fields.get("AutoDetect", "off").lower() not in ("off", "") or "MultipleFiles" in fields:
+                return None
+            if fields.get("Name") != "gpu":
+                continue
+            files = expand_hostlist(fields["File"]) if fields.get("File") else []
+            if not files:
+                return None
+            for f in files:
+                m = re.fullmatch(r"/dev/nvidia([0-9]{1,4})", f)
+                if m is None or len(minors) >= MAX_GPUS:
+                    return None
+                minors.append(int(m.group(1)))
+    except (HostlistError, ValueError):
+        return None
+    return tuple(minors) or None
+
+
+def identity_problems(gpus: tuple[GpuId, ...], minors: tuple[int, ...] | None, scheme: str = "index") -> list[str]:
+    """Where the GPU the hooks took for a Slurm id is not the device gres.conf gives that id (issue 20 item 6):
+    one line each, for the log (the node is misconfigured; no job fails for it, nothing drains)."""
+    if not minors:
+        return []
+    out = []
+    for g in gpus:
+        if not is_digits(g.slurm_id) or g.minor is None:
+            continue
+        i = int(g.slurm_id)
+        if i >= len(minors):
+            out.append(f"Slurm's GPU {i} is past the {len(minors)} devices gres.conf lists for this node")
+        elif minors[i] != g.minor:
+            out.append(f"Slurm's GPU {i} is /dev/nvidia{minors[i]} (gres.conf File=), but the hooks took "
+                       f"/dev/nvidia{g.minor} ({g.label()}) for it (hooks.conf gpu_ids = {scheme}): they check "
+                       "and account another GPU than the job's; list gres.conf's files in NVML's order (index) "
+                       "or by minor (minor)")
+    return out
 
 
 def map_gpus(tokens: tuple[str, ...], devices: tuple[GpuId, ...] | None,

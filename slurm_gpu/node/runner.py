@@ -24,16 +24,19 @@ from slurm_gpu.node.model import (
     DEFAULT_CONF,
     DEFAULT_PATH,
     ENV_CONF,
+    MAX_GRES_CONF,
     HealthFailure,
     HookContext,
     Job,
     JobSetupError,
     Unavailable,
     drain_reason,
+    identity_problems,
     job_from_env,
     map_gpus,
     mig_view,
     parse_config,
+    slurm_gpu_minors,
     task_line_ok,
 )
 
@@ -185,6 +188,29 @@ def _mig_view(job: Job, node: Any, devices: tuple[GpuId, ...], phase: str,
     return slices, sorted({m.parent for m in migs if m.uuid in job.mig_uuids})
 
 
+def _gres_conf_path(cfg: HookConfig) -> str:
+    given = str(cfg["gres_conf"])
+    if given:
+        return given
+    conf = os.environ.get("SLURM_CONF") or "/etc/slurm/slurm.conf"
+    return os.path.join(os.path.dirname(conf), "gres.conf")
+
+
+def _identity_check(job: Job, gpus: tuple[GpuId, ...], cfg: HookConfig, log: Callable[[str], None]) -> None:
+    """The GPUs the hooks took against the devices gres.conf gives Slurm's ids (issue 20 item 6): a
+    disagreement is logged as the node's misconfiguration; no job fails, nothing drains, and a gres.conf
+    that cannot be read (or autodetects) is no finding."""
+    try:
+        text = fs.read_capped(_gres_conf_path(cfg), limit=MAX_GRES_CONF, missing_ok=True, trusted=True)
+        if not text:
+            return
+        minors = slurm_gpu_minors(text.decode("utf-8", "replace"), job.node or "")
+        for p in identity_problems(gpus, minors, str(cfg["gpu_ids"])):
+            log(f"job {job.job_id}: node misconfigured: {p}; the job is not failed for it, nothing drained")
+    except Exception as exc:  # noqa: BLE001 - a check of the node's configuration cannot fail the job or node
+        log(f"job {job.job_id}: GPU identity not checked: {type(exc).__name__}: {str(exc)[:200]}")
+
+
 def _call(step: Step, phase: str, ctx: HookContext) -> None:
     """``step.prolog(ctx)`` / ``step.epilog(ctx)``. A step that sets up isolation the job asked for
     (``fails_job = True``: MIG, MPS) cannot fail open: in the prolog any exception of it (NVML or the
@@ -232,6 +258,8 @@ def _run(phase: str, job: Job, cfg: HookConfig, steps: Sequence[Step], log: Call
         log(f"job {job.job_id}: GPU ids {','.join(missing)} are MIG slice ids (MIG mode is on here): "
             "whole-GPU checks skip them, nothing drained")
         missing = []
+    if gpus and devices is not None:
+        _identity_check(job, gpus, cfg, log)
     mig_slices: list[str] = []
     mig_parents: list[int] = []
     if job.mig_uuids and node is not None and devices is not None:

@@ -165,6 +165,41 @@ def test_ids_mapped_by_minor_number(hooks: Hooks):
     assert [g["accounting"] for g in hooks.gpu_state()] == ["0", "0", "0", "0", "1", "1", "0", "0"]
 
 
+def _hooks_log(hooks: Hooks) -> str:
+    p = hooks.root / "log" / "hooks.log"
+    return p.read_text() if p.exists() else ""
+
+
+def test_whole_gpu_identity_is_checked_against_gres_conf(hooks: Hooks):
+    """Issue 20 item 6: the hooks take Slurm's ids 2,3 for NVML indices 2,3 (gpu_ids = index) whose minors are
+    reversed (/dev/nvidia5, /dev/nvidia4); a gres.conf listing /dev/nvidia[0-7] in order says Slurm's GPU 2 is
+    /dev/nvidia2: the node is misconfigured, which is logged; the job runs, nothing drains. In NVML's order
+    (gres.conf listing the files by NVML index) nothing is logged; a gres.conf that autodetects is no finding."""
+    def reverse_minors(d):
+        for i, g in enumerate(d["gpus"]):
+            g["minor"] = 7 - i
+
+    hooks.node(edit=reverse_minors)
+    gres = hooks.tmp / "gres.conf"
+    gres.write_text(f"NodeName=h100n2 Name=gpu File=/dev/nvidia[0-1]\nNodeName={NODE} Name=gpu Type=h100 "
+                    "File=/dev/nvidia[0-3] Cores=0-15\nNodeName=h100n1 Name=gpu Type=h100 File=/dev/nvidia[4-7]\n")
+    ok(hooks.run("prolog", SLURM_GPU_HOOKS_GRES_CONF=str(gres)))
+    ok(hooks.run("epilog", SLURM_GPU_HOOKS_GRES_CONF=str(gres)))
+    log = _hooks_log(hooks)
+    assert f"job {JOB}: node misconfigured: Slurm's GPU 2 is /dev/nvidia2 (gres.conf File=), but the hooks took " \
+           "/dev/nvidia5" in log, log
+    assert "Slurm's GPU 3 is /dev/nvidia3" in log and hooks.drains() == []
+    assert sorted(os.listdir(hooks.root / "jobmap")) == []  # the job's steps ran as before (epilog: map gone)
+    (hooks.root / "log" / "hooks.log").unlink()
+    gres.write_text(f"NodeName={NODE} Name=gpu File=/dev/nvidia7,/dev/nvidia6,/dev/nvidia5,/dev/nvidia4,"
+                    "/dev/nvidia3,/dev/nvidia2,/dev/nvidia1,/dev/nvidia0\n")  # NVML's order: no finding
+    ok(hooks.run("prolog", SLURM_GPU_HOOKS_GRES_CONF=str(gres)))
+    assert "misconfigured" not in _hooks_log(hooks)
+    gres.write_text(f"NodeName={NODE} AutoDetect=nvml\nNodeName={NODE} Name=gpu File=/dev/nvidia[0-7]\n")
+    ok(hooks.run("epilog", SLURM_GPU_HOOKS_GRES_CONF=str(gres)))
+    assert "misconfigured" not in _hooks_log(hooks)
+
+
 def test_job_without_gpus_does_nothing(hooks: Hooks):
     for phase in ("prolog", "epilog"):
         ok(hooks.run(phase, SLURM_JOB_GPUS="", CUDA_VISIBLE_DEVICES=""))
