@@ -294,11 +294,7 @@ def public_any(source: str) -> list[str]:
 
 
 # Pure modules whose public signatures still say Any, with what is left to type. Empty is the goal.
-ANY_ALLOWED: dict[str, str] = {
-    "sim/settings.py": "the sweep rows over summary.json: a TypedDict of the summary",
-    "sim/report.py": "summary.json: a TypedDict (the simulator is being reworked for load, issue 22)",
-    "sim/report_html.py": "summary.json, as sim/report.py",
-}
+ANY_ALLOWED: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("rel", [m for m in MODULES if not _is_edge(m)])

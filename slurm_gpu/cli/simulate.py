@@ -9,8 +9,12 @@ Exit codes: 0 simulated, 1 a bad trace or policy, 2 usage (a bad option, a missi
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from slurm_gpu.sim.settings import SweepValue
 
 
 @click.command("simulate", context_settings={"help_option_names": ["-h", "--help"]})
@@ -152,7 +156,7 @@ def _write_workload(policy_path: str, name: str, jobs: int, seed: int, out_dir: 
 
 
 def _sweep(policies: list[str], trace: str, out_dir: str, params: object, fmt: str | None,
-           swept: tuple[str, str, list[tuple[str, object]]], progress: bool = False) -> str:
+           swept: tuple[str, str, list[tuple[str, SweepValue]]], progress: bool = False) -> str:
     """One simulation per value into DIR/PARAM=VALUE/; DIR/sweep.csv (a row per value and policy); the table."""
     import json
     from pathlib import Path

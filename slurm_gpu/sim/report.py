@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from slurm_gpu.csv_cells import row
+from slurm_gpu.jsontypes import JsonObject, JsonValue
 from slurm_gpu.sim.engine import Result
 from slurm_gpu.sim.params import SimJob
 from slurm_gpu.sim.traces import format_time
@@ -50,13 +50,13 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return float(s[int(k)])
 
 
-def _stats(jobs: Sequence[SimJob], span: float, gpus: int, prices: dict[str, float] | None = None) -> dict[str, Any]:
+def _stats(jobs: Sequence[SimJob], span: float, gpus: int, prices: dict[str, float] | None = None) -> JsonObject:
     done = [j for j in jobs if j.first_start is not None and j.end is not None]
     waits = [float(j.first_start - j.submit) for j in done if j.first_start is not None]
     jct = [float(j.end - j.submit) for j in done if j.end is not None]
     gpu_s = sum(j.gpu_s for j in jobs)
     lost_s = sum(j.lost_gpu_s for j in jobs)
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "jobs": len(jobs),
         "started": len(done),
         "wait_s": {"p50": percentile(waits, 50), "p95": percentile(waits, 95),
@@ -81,7 +81,7 @@ def _stats(jobs: Sequence[SimJob], span: float, gpus: int, prices: dict[str, flo
     return out
 
 
-def fragmentation(result: Result) -> dict[str, Any]:
+def fragmentation(result: Result) -> JsonObject:
     """The cluster view's fragmentation over time (docs/cluster.md): at each sample (every
     PriorityCalcPeriod), the share of free GPUs on nodes with fewer than k free, for k = the GPUs of the
     largest node (``k_node``) and weighted by the jobs' GPUs per node (``job_mix``: sum_k p_k x frag[k]);
@@ -132,7 +132,7 @@ def jain(values: Sequence[float]) -> float | None:
     return round(sum(values) ** 2 / (len(values) * sq), 4) if values and sq > 0 else None
 
 
-def fairness(result: Result) -> dict[str, Any]:
+def fairness(result: Result) -> JsonObject:
     """Entitlement (normalised shares) against usage (share of the GPU-hours held) per account, and Jain's
     index over usage / entitlement of the accounts that ran jobs."""
     used: dict[str, float] = {}
@@ -146,7 +146,7 @@ def fairness(result: Result) -> dict[str, Any]:
     return {"jain": jain(ratios), "accounts": accounts}
 
 
-def summary(result: Result, policy_name: str) -> dict[str, Any]:
+def summary(result: Result, policy_name: str) -> JsonObject:
     """Per class, per partition and per account: wait and JCT (p50/p95, seconds), GPU utilisation (GPU-seconds held
     / (cluster GPUs x makespan)), preemptions and the GPU-hours they lost, effective GPU-hours (held -
     lost) and, with the policy's ``prices``, cost (price x GPU-hours held) and cost per effective GPU-hour;
@@ -185,29 +185,41 @@ TOP_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (("fragmentation (mean, k=no
             ("fairness: Jain's index", ("fairness", "jain")))
 
 
-def _get(d: dict[str, Any], path: tuple[str, ...]) -> Any:
+def _obj(v: JsonValue) -> Mapping[str, JsonValue]:
+    """A JSON object of the summary, or {} for anything else."""
+    return v if isinstance(v, Mapping) else {}
+
+
+def _number(v: JsonValue) -> int | float:
+    """A number of the summary (anything else is the TypeError the arithmetic on it would raise)."""
+    if isinstance(v, (int, float)):
+        return v
+    raise TypeError(f"not a number: {v!r}")
+
+
+def _get(d: JsonValue, path: tuple[str, ...]) -> JsonValue:
     for k in path:
-        d = d.get(k) if isinstance(d, dict) else None  # type: ignore[assignment]
+        d = _obj(d).get(k)  # None below anything but an object
     return d
 
 
-def _fmt(v: Any) -> str:
+def _fmt(v: JsonValue) -> str:
     if v is None:
         return "-"
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-def differences(summaries: Sequence[dict[str, Any]]) -> str:
+def differences(summaries: Sequence[Mapping[str, JsonValue]]) -> str:
     """A text table of the policies side by side (overall, then per class), with the change of each
     policy against the first."""
-    names = [s["policy"] for s in summaries]
-    classes = sorted({c for s in summaries for c in s["classes"]})
+    names = [str(s["policy"]) for s in summaries]
+    classes = sorted({c for s in summaries for c in _obj(s["classes"])})
     scopes: list[tuple[str, tuple[str, ...]]] = [("all", ("all",))] + [(f"class {c}", ("classes", c)) for c in classes]
     lines = []
     head = ["", *names] + [f"{n} - {names[0]}" for n in names[1:]]
     rows: list[list[str]] = [head]
     rows.append(["rejected", *(_fmt(s["rejected"]) for s in summaries)]
-                + [_fmt(s["rejected"] - summaries[0]["rejected"]) for s in summaries[1:]])
+                + [_fmt(_number(s["rejected"]) - _number(summaries[0]["rejected"])) for s in summaries[1:]])
     for label, top in TOP_ROWS:
         vals = [_get(s, top) for s in summaries]
         delta = [_fmt(round(v - vals[0], 4)) if isinstance(v, (int, float)) and isinstance(vals[0], (int, float))

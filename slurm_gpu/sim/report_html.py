@@ -10,46 +10,66 @@ is one of summary.json's (waits in minutes: summary.json's seconds / 60).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from html import escape
-from typing import Any
+from typing import TypeAlias
 
 from slurm_gpu.cluster.charts import CSS, bars, num, pct
+from slurm_gpu.jsontypes import JsonValue
 from slurm_gpu.sim.report import ROWS
 
 TABLE_CSS = "td.up{color:#a33}td.down{color:#286e28}.note{color:#555}"
 
 
-def _get(d: Mapping[str, Any], path: Sequence[str]) -> Any:
+Summary: TypeAlias = "Mapping[str, JsonValue]"  # one policy's summary.json (sim/report.py's summary())
+
+
+def _obj(v: JsonValue) -> Mapping[str, JsonValue]:
+    """A JSON object of the summary, or {} for anything else."""
+    return v if isinstance(v, Mapping) else {}
+
+
+def _number(v: JsonValue) -> int | float:
+    """A number of the summary (anything else is the TypeError the arithmetic on it would raise)."""
+    if isinstance(v, (int, float)):
+        return v
+    raise TypeError(f"not a number: {v!r}")
+
+
+def _number_or_none(v: JsonValue) -> int | float | None:
+    return None if v is None else _number(v)
+
+
+def _get(d: JsonValue, path: Sequence[str]) -> JsonValue:
     for k in path:
-        d = d.get(k) if isinstance(d, Mapping) else None  # type: ignore[assignment]
+        d = _obj(d).get(k)  # None below anything but an object
     return d
 
 
-def _minutes(v: Any) -> float | None:
+def _minutes(v: JsonValue) -> float | None:
     return None if not isinstance(v, (int, float)) else v / 60
 
 
-def _scopes(summaries: Sequence[Mapping[str, Any]]) -> list[tuple[str, tuple[str, ...]]]:
-    classes = sorted({c for s in summaries for c in s.get("classes", {})})
+def _scopes(summaries: Sequence[Summary]) -> list[tuple[str, tuple[str, ...]]]:
+    classes = sorted({c for s in summaries for c in _obj(s.get("classes", {}))})
     return [("all", ("all",))] + [(c, ("classes", c)) for c in classes]
 
 
-def _chart(summaries: Sequence[Mapping[str, Any]], title: str, path: tuple[str, ...], unit: str, chart: str,
-           scale: Any = None) -> str:
+def _chart(summaries: Sequence[Summary], title: str, path: tuple[str, ...], unit: str, chart: str,
+           scale: Callable[[float], float | None] | None = None) -> str:
     rows = []
     for label, where in _scopes(summaries):
-        series = []
+        series: list[tuple[str, float | None]] = []
         for s in summaries:
-            v = _get(s, where + path)
-            v = v if isinstance(v, (int, float)) else None
+            got = _get(s, where + path)
+            v = got if isinstance(got, (int, float)) else None
             series.append((str(s["policy"]), scale(v) if scale and v is not None else v))
         rows.append((label, series))
     longest = max((len(f"{n} {v:,.2f}") for _, ser in rows for n, v in ser if v is not None), default=10)
     return bars(title, rows, unit, chart, room=min(360, 20 + 6 * longest))
 
 
-def _cell(v: Any) -> str:
+def _cell(v: JsonValue) -> str:
     if v is None:
         return "-"
     if isinstance(v, float):
@@ -57,13 +77,13 @@ def _cell(v: Any) -> str:
     return escape(str(v))
 
 
-def table(summaries: Sequence[Mapping[str, Any]]) -> str:
+def table(summaries: Sequence[Summary]) -> str:
     """The table of differences: every row of the text table, the policies, then each against the first."""
     names = [str(s["policy"]) for s in summaries]
     head = "".join(f"<th>{escape(n)}</th>" for n in names)
     head += "".join(f"<th>{escape(n)} &minus; {escape(names[0])}</th>" for n in names[1:])
     out = [f'<table id="differences"><tr><th></th>{head}</tr>']
-    rows: list[tuple[str, list[Any]]] = [("rejected", [s.get("rejected") for s in summaries])]
+    rows: list[tuple[str, list[JsonValue]]] = [("rejected", [s.get("rejected") for s in summaries])]
     for scope, where in _scopes(summaries):
         for label, path in ROWS:
             rows.append((f"{scope}: {label}", [_get(s, where + tuple(path)) for s in summaries]))
@@ -81,19 +101,21 @@ def table(summaries: Sequence[Mapping[str, Any]]) -> str:
     return "".join(out)
 
 
-def render(summaries: Sequence[Mapping[str, Any]], trace: str = "") -> str:
+def render(summaries: Sequence[Summary], trace: str = "") -> str:
     """One HTML page for the summaries (one per policy, as in summary.json), the first the baseline."""
     names = ", ".join(str(s["policy"]) for s in summaries)
     lines = []
     for s in summaries:
-        a = s["all"]
+        a, makespan = _obj(s["all"]), _number(s.get("makespan_s", 0))
+        wait = _obj(a["wait_s"])
         lines.append(
             f'<li data-policy="{escape(str(s["policy"]))}"><b>{escape(str(s["policy"]))}</b>: '
             f'{a["started"]} of {a["jobs"]} jobs started, {s.get("rejected", 0)} rejected, '
-            f'{s.get("skipped", 0)} skipped; {s.get("gpus", 0)} GPUs; makespan {num(s.get("makespan_s", 0) / 3600)} h; '
-            f'GPU utilisation {pct(a.get("gpu_utilisation"))}; wait p50 {num(_minutes(a["wait_s"]["p50"]), 1)} min, '
-            f'p95 {num(_minutes(a["wait_s"]["p95"]), 1)} min; {a.get("preemptions", 0)} preemptions, '
-            f'{num(a.get("lost_gpu_hours"))} GPU-hours lost.</li>')
+            f'{s.get("skipped", 0)} skipped; {s.get("gpus", 0)} GPUs; makespan {num(makespan / 3600)} h; '
+            f'GPU utilisation {pct(_number_or_none(a.get("gpu_utilisation")))}; '
+            f'wait p50 {num(_minutes(wait["p50"]), 1)} min, '
+            f'p95 {num(_minutes(wait["p95"]), 1)} min; {a.get("preemptions", 0)} preemptions, '
+            f'{num(_number_or_none(a.get("lost_gpu_hours")))} GPU-hours lost.</li>')
     title = f"Simulated schedule: {names}"
     return "".join([
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Sequence
-from typing import Any, get_args
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeAlias, get_args
 
 from slurm_gpu.csv_cells import row
 from slurm_gpu.digits import ascii_int, is_digits
+from slurm_gpu.jsontypes import JsonValue
 from slurm_gpu.sim.params import Allocator, FairShareScheme, Params, PreemptType
 from slurm_gpu.units import UnitError, parse_time_seconds
 from slurm_gpu.yesno import yes_no
 
 MAX_SWEEP = 50  # values in one sweep
+
+SweepValue: TypeAlias = "int | bool | str"  # what the parsers below return: a Params field's value
+SweepRow: TypeAlias = "tuple[JsonValue, ...]"  # one row of sweep.csv: the param, its value text, summary.json's figures
 
 
 class SettingError(ValueError):
@@ -60,7 +64,7 @@ def _bool(text: str) -> bool:
     return flag
 
 
-ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
+ALIASES: dict[str, tuple[str, Callable[[str], SweepValue]]] = {
     "bf_window": ("bf_window_s", _seconds),
     "bf_interval": ("bf_interval_s", lambda t: _int(t) if is_digits(t) else _seconds(t)),
     "bf_max_job_test": ("bf_max_job_test", _int),
@@ -78,7 +82,7 @@ ALIASES: dict[str, tuple[str, Callable[[str], Any]]] = {
 }
 
 
-def parse_sweep(spec: str) -> tuple[str, str, list[tuple[str, Any]]]:
+def parse_sweep(spec: str) -> tuple[str, str, list[tuple[str, SweepValue]]]:
     """``PARAM=V1,V2,...`` -> (the name as given, the Params field, [(value text, value)])."""
     name, sep, values = spec.partition("=")
     name = name.strip()
@@ -146,16 +150,21 @@ SWEEP_COLUMNS = ("param", "value", "policy", "jobs", "started", "wait_p50_s", "w
                  "jain", "cost_per_effective_gpu_hour")
 
 
-def sweep_row(param: str, value: str, summary: dict[str, Any]) -> tuple[Any, ...]:
-    a = summary.get("all", {})
+def _obj(v: JsonValue) -> Mapping[str, JsonValue]:
+    """A JSON object of the summary, or {} for anything else (a missing key)."""
+    return v if isinstance(v, Mapping) else {}
+
+
+def sweep_row(param: str, value: str, summary: Mapping[str, JsonValue]) -> SweepRow:
+    a = _obj(summary.get("all"))
     return (param, value, summary.get("policy", ""), a.get("jobs"), a.get("started"),
-            a.get("wait_s", {}).get("p50"), a.get("wait_s", {}).get("p95"), a.get("jct_s", {}).get("p50"),
-            a.get("jct_s", {}).get("p95"), a.get("gpu_utilisation"), a.get("preemptions"), a.get("lost_gpu_hours"),
-            summary.get("fragmentation", {}).get("mean_k_node"), summary.get("fairness", {}).get("jain"),
+            _obj(a.get("wait_s")).get("p50"), _obj(a.get("wait_s")).get("p95"), _obj(a.get("jct_s")).get("p50"),
+            _obj(a.get("jct_s")).get("p95"), a.get("gpu_utilisation"), a.get("preemptions"), a.get("lost_gpu_hours"),
+            _obj(summary.get("fragmentation")).get("mean_k_node"), _obj(summary.get("fairness")).get("jain"),
             a.get("cost_per_effective_gpu_hour"))
 
 
-def sweep_csv(rows: Sequence[tuple[Any, ...]]) -> str:
+def sweep_csv(rows: Sequence[SweepRow]) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(SWEEP_COLUMNS)
@@ -163,7 +172,7 @@ def sweep_csv(rows: Sequence[tuple[Any, ...]]) -> str:
     return out.getvalue()
 
 
-def sweep_table(rows: Sequence[tuple[Any, ...]]) -> str:
+def sweep_table(rows: Sequence[SweepRow]) -> str:
     cells = [list(SWEEP_COLUMNS[1:])] + [["-" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
                                           for v in r[1:]] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
