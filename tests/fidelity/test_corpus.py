@@ -95,6 +95,12 @@ def test_env_differences_allow_only_the_documented_list():
         "SLURM_GPUS_PER_NODE: sbatch '4', gpusub 'h100:4'"]
     assert harness.env_differences(want, dict(got, CUDA_VISIBLE_DEVICES="4")) != []
     assert harness.env_differences(want, dict(got, SLURM_JOB_CPUS_PER_NODE="2(x2)")) != []
+    # routed to another partition: the spread over the same 2 nodes is Slurm's, by the CPUs free there
+    spread = dict(got, SLURM_JOB_PARTITION="interactive", SLURM_JOB_CPUS_PER_NODE="2(x2)", SLURM_CPUS_ON_NODE="2")
+    assert harness.env_differences(want, spread, frozenset({"partition"})) == []
+    assert harness.env_differences(want, dict(spread, SLURM_JOB_CPUS_PER_NODE="2(x3)"), frozenset({"partition"})) != []
+    assert harness.env_differences(dict(want, SLURM_NTASKS_PER_NODE="2"), dict(spread, SLURM_NTASKS_PER_NODE="2"),
+                                   frozenset({"partition"})) != []  # a per-node count asked: no spread of Slurm's
     assert harness.env_differences(want, dict(got, SLURM_JOB_PARTITION="interactive")) != []
     assert harness.env_differences(want, dict(got, SLURM_JOB_PARTITION="interactive"), frozenset({"partition"})) == []
     assert harness.env_differences(want, dict(got, SHLVL="2")) == ["SHLVL: sbatch None, gpusub '2'"]
