@@ -73,15 +73,33 @@ def corpus_shapes() -> list[Shape]:
     return [Shape(s.name, s.argv, s.path, s.args, s.env) for s in harness.load_corpus()]
 
 
-def listed_shapes(path: str = os.path.join(os.path.dirname(os.path.abspath(__file__)), "request-shapes.txt"),
-                  ) -> list[Shape]:
-    """tests/fidelity/request-shapes.txt: request shapes beyond the corpus, one line of options each."""
+SHAPES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "request-shapes.txt")
+
+
+def listed_shapes(path: str = SHAPES_FILE) -> list[tuple[str | None, Shape]]:
+    """tests/fidelity/request-shapes.txt: request shapes beyond the corpus, one line of options each, with the
+    release a line is for (``@22.05 ...``; None: every release)."""
+    out: list[tuple[str | None, Shape]] = []
     with open(path, encoding="utf-8") as fh:
-        lines = [ln.strip() for ln in fh if ln.strip() and not ln.lstrip().startswith("#")]
-    return [Shape(f"shape: {ln}", tuple(shlex.split(ln)), "", ()) for ln in lines]
+        for raw in fh:
+            ln = raw.strip()
+            if not ln or ln.startswith("#"):
+                continue
+            release = None
+            if ln.startswith("@"):
+                release, _, ln = ln[1:].partition(" ")
+            out.append((release, Shape(f"shape: {ln}", tuple(shlex.split(ln)), "", ())))
+    return out
 
 
-SHAPES = corpus_shapes() + readme_shapes() + listed_shapes()
+SHAPES = corpus_shapes() + readme_shapes() + [s for _release, s in listed_shapes()]
+
+
+def shapes_for(version: tuple[int, ...]) -> list[Shape]:
+    """The shapes judged on this Slurm: a listed shape marked for one release only there."""
+    here = "{}.{:02d}".format(*version[:2])
+    listed = {s.name: release for release, s in listed_shapes()}
+    return [s for s in SHAPES if listed.get(s.name) in (None, here)]
 
 
 def _run(lab, argv: list[str], cwd: str, env: dict[str, str]):
@@ -148,7 +166,8 @@ def table(slurm_lab, policy_plugin):
     os.chmod(base, 0o755)
     shutil.chown(base, slurm_lab.user)
     with ThreadPoolExecutor(4) as pool:
-        rows = list(pool.map(lambda s: verdict(slurm_lab, gpusub, s, base, policy_plugin), SHAPES))
+        rows = list(pool.map(lambda s: verdict(slurm_lab, gpusub, s, base, policy_plugin),
+                             shapes_for(slurm_lab.version)))
     shutil.rmtree(base, ignore_errors=True)
     return rows
 
@@ -159,6 +178,9 @@ def test_shapes_are_parsed_from_corpus_and_readme() -> None:
     listed = [s for s in SHAPES if s.name.startswith("shape: ")]
     assert len(SHAPES) - len(readme) - len(listed) == len(harness.load_corpus()) >= 90
     assert len(listed) >= 50 and any("-B" in s.argv for s in listed)
+    only_2205 = [s for release, s in listed_shapes() if release == "22.05"]
+    assert len(only_2205) == 2 and len(shapes_for((22, 5, 8))) == len(SHAPES)
+    assert [s for s in SHAPES if s not in shapes_for((24, 11, 5))] == only_2205
 
 
 def test_explain_agrees_with_test_only(table) -> None:
