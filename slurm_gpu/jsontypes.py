@@ -40,3 +40,23 @@ def nested_deeper_than(text: str, limit: int = MAX_DEPTH) -> bool:
         elif ch in "]}":
             depth -= 1
     return False
+
+
+def json_object(v: JsonValue) -> Mapping[str, JsonValue]:
+    """A JSON object, or an empty one for anything else (a member that is missing or of another shape)."""
+    return v if isinstance(v, Mapping) else {}
+
+
+def json_number(v: JsonValue) -> int | float:
+    """A JSON number (anything else is the TypeError that arithmetic on it would raise)."""
+    if isinstance(v, (int, float)):
+        return v
+    raise TypeError(f"not a number: {v!r}")
+
+
+def json_at(v: JsonValue, path: Sequence[str]) -> JsonValue:
+    """The member at ``path`` (None below anything but an object)."""
+    for k in path:
+        v = json_object(v).get(k)
+    return v
+

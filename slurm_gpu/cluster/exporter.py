@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 
-from slurm_gpu.jsontypes import JsonValue
+from slurm_gpu.jsontypes import JsonValue, json_object
 
 MAX_JOB_RECORDS = 20_000  # GPU records exported (the most recent ones)
 
@@ -51,21 +51,18 @@ class _Text:
         return "\n".join(out) + "\n" if out else ""
 
 
-def _obj(v: JsonValue | None) -> Mapping[str, JsonValue]:
-    """A JSON object, or an empty one for anything else (a member that is missing or of another shape)."""
-    return v if isinstance(v, Mapping) else {}
 
 
 def cluster_metrics(summary: Mapping[str, JsonValue], t: _Text | None = None) -> _Text:
     """The cluster view's ``--json`` document (docs/cluster.md) -> gauges per GRES key. A member that is
     missing, or not a number where a number belongs, gives no sample."""
     t = t or _Text()
-    nodes = _obj(summary.get("nodes"))
+    nodes = json_object(summary.get("nodes"))
     for state in ("total", "unavailable", "planned"):
         t.add("slurm_gpu_nodes", "gauge", "Nodes of the cluster view, by state (total, unavailable, planned).",
               {"state": state}, _num(nodes.get(state)))
-    for key, value in _obj(summary.get("types")).items():
-        d = _obj(value)
+    for key, value in json_object(summary.get("types")).items():
+        d = json_object(value)
         base = {"type": key, "unit": d.get("unit", "gpu")}
         for state in ("allocated", "free", "unavailable"):
             t.add("slurm_gpu_gres_units", "gauge", "GPUs (MIG slices, shards, MPS shares: their own unit) by state.",
@@ -75,11 +72,11 @@ def cluster_metrics(summary: Mapping[str, JsonValue], t: _Text | None = None) ->
               _num(d.get("stranded")))
         t.add("slurm_gpu_gres_planned_units", "gauge", "Free units on nodes that backfill has planned.", base,
               _num(d.get("planned")))
-        for scope, n in _obj(d.get("largest_startable")).items():
+        for scope, n in json_object(d.get("largest_startable")).items():
             t.add("slurm_gpu_largest_startable_units", "gauge",
                   "The largest job that can start now (one_node: on one node; any_nodes: over nodes).",
                   {**base, "scope": scope}, _num(n))
-        for k, share in _obj(d.get("fragmentation")).items():
+        for k, share in json_object(d.get("fragmentation")).items():
             t.add("slurm_gpu_fragmentation_ratio", "gauge",
                   "Share of free units on nodes with fewer than k free (k: units per node a job asks).",
                   {**base, "k": k}, _num(share))

@@ -9,7 +9,7 @@ import io
 from collections.abc import Mapping, Sequence
 
 from slurm_gpu.csv_cells import row
-from slurm_gpu.jsontypes import JsonObject, JsonValue
+from slurm_gpu.jsontypes import JsonObject, JsonValue, json_at, json_number, json_object
 from slurm_gpu.sim.engine import Result
 from slurm_gpu.sim.params import SimJob
 from slurm_gpu.sim.traces import format_time
@@ -185,22 +185,10 @@ TOP_ROWS: tuple[tuple[str, tuple[str, ...]], ...] = (("fragmentation (mean, k=no
             ("fairness: Jain's index", ("fairness", "jain")))
 
 
-def _obj(v: JsonValue) -> Mapping[str, JsonValue]:
-    """A JSON object of the summary, or {} for anything else."""
-    return v if isinstance(v, Mapping) else {}
 
 
-def _number(v: JsonValue) -> int | float:
-    """A number of the summary (anything else is the TypeError the arithmetic on it would raise)."""
-    if isinstance(v, (int, float)):
-        return v
-    raise TypeError(f"not a number: {v!r}")
 
 
-def _get(d: JsonValue, path: tuple[str, ...]) -> JsonValue:
-    for k in path:
-        d = _obj(d).get(k)  # None below anything but an object
-    return d
 
 
 def _fmt(v: JsonValue) -> str:
@@ -213,21 +201,21 @@ def differences(summaries: Sequence[Mapping[str, JsonValue]]) -> str:
     """A text table of the policies side by side (overall, then per class), with the change of each
     policy against the first."""
     names = [str(s["policy"]) for s in summaries]
-    classes = sorted({c for s in summaries for c in _obj(s["classes"])})
+    classes = sorted({c for s in summaries for c in json_object(s["classes"])})
     scopes: list[tuple[str, tuple[str, ...]]] = [("all", ("all",))] + [(f"class {c}", ("classes", c)) for c in classes]
     lines = []
     head = ["", *names] + [f"{n} - {names[0]}" for n in names[1:]]
     rows: list[list[str]] = [head]
     rows.append(["rejected", *(_fmt(s["rejected"]) for s in summaries)]
-                + [_fmt(_number(s["rejected"]) - _number(summaries[0]["rejected"])) for s in summaries[1:]])
+                + [_fmt(json_number(s["rejected"]) - json_number(summaries[0]["rejected"])) for s in summaries[1:]])
     for label, top in TOP_ROWS:
-        vals = [_get(s, top) for s in summaries]
+        vals = [json_at(s, top) for s in summaries]
         delta = [_fmt(round(v - vals[0], 4)) if isinstance(v, (int, float)) and isinstance(vals[0], (int, float))
                  else "-" for v in vals[1:]]
         rows.append([label, *(_fmt(v) for v in vals), *delta])
     for scope, where in scopes:
         for label, path in ROWS:
-            vals = [_get(s, where + path) for s in summaries]
+            vals = [json_at(s, where + path) for s in summaries]
             delta = [_fmt(round(v - vals[0], 4)) if isinstance(v, (int, float)) and isinstance(vals[0], (int, float))
                      else "-" for v in vals[1:]]
             rows.append([f"{scope}: {label}", *(_fmt(v) for v in vals), *delta])

@@ -15,7 +15,7 @@ from html import escape
 from typing import TypeAlias
 
 from slurm_gpu.cluster.charts import CSS, bars, num, pct
-from slurm_gpu.jsontypes import JsonValue
+from slurm_gpu.jsontypes import JsonValue, json_at, json_number, json_object
 from slurm_gpu.sim.report import ROWS
 
 TABLE_CSS = "td.up{color:#a33}td.down{color:#286e28}.note{color:#555}"
@@ -24,26 +24,14 @@ TABLE_CSS = "td.up{color:#a33}td.down{color:#286e28}.note{color:#555}"
 Summary: TypeAlias = "Mapping[str, JsonValue]"  # one policy's summary.json (sim/report.py's summary())
 
 
-def _obj(v: JsonValue) -> Mapping[str, JsonValue]:
-    """A JSON object of the summary, or {} for anything else."""
-    return v if isinstance(v, Mapping) else {}
 
 
-def _number(v: JsonValue) -> int | float:
-    """A number of the summary (anything else is the TypeError the arithmetic on it would raise)."""
-    if isinstance(v, (int, float)):
-        return v
-    raise TypeError(f"not a number: {v!r}")
 
 
 def _number_or_none(v: JsonValue) -> int | float | None:
-    return None if v is None else _number(v)
+    return None if v is None else json_number(v)
 
 
-def _get(d: JsonValue, path: Sequence[str]) -> JsonValue:
-    for k in path:
-        d = _obj(d).get(k)  # None below anything but an object
-    return d
 
 
 def _minutes(v: JsonValue) -> float | None:
@@ -51,7 +39,7 @@ def _minutes(v: JsonValue) -> float | None:
 
 
 def _scopes(summaries: Sequence[Summary]) -> list[tuple[str, tuple[str, ...]]]:
-    classes = sorted({c for s in summaries for c in _obj(s.get("classes", {}))})
+    classes = sorted({c for s in summaries for c in json_object(s.get("classes", {}))})
     return [("all", ("all",))] + [(c, ("classes", c)) for c in classes]
 
 
@@ -61,7 +49,7 @@ def _chart(summaries: Sequence[Summary], title: str, path: tuple[str, ...], unit
     for label, where in _scopes(summaries):
         series: list[tuple[str, float | None]] = []
         for s in summaries:
-            got = _get(s, where + path)
+            got = json_at(s, where + path)
             v = got if isinstance(got, (int, float)) else None
             series.append((str(s["policy"]), scale(v) if scale and v is not None else v))
         rows.append((label, series))
@@ -86,7 +74,7 @@ def table(summaries: Sequence[Summary]) -> str:
     rows: list[tuple[str, list[JsonValue]]] = [("rejected", [s.get("rejected") for s in summaries])]
     for scope, where in _scopes(summaries):
         for label, path in ROWS:
-            rows.append((f"{scope}: {label}", [_get(s, where + tuple(path)) for s in summaries]))
+            rows.append((f"{scope}: {label}", [json_at(s, where + tuple(path)) for s in summaries]))
     for label, vals in rows:
         cells = "".join(f"<td>{_cell(v)}</td>" for v in vals)
         for v in vals[1:]:
@@ -106,8 +94,8 @@ def render(summaries: Sequence[Summary], trace: str = "") -> str:
     names = ", ".join(str(s["policy"]) for s in summaries)
     lines = []
     for s in summaries:
-        a, makespan = _obj(s["all"]), _number(s.get("makespan_s", 0))
-        wait = _obj(a["wait_s"])
+        a, makespan = json_object(s["all"]), json_number(s.get("makespan_s", 0))
+        wait = json_object(a["wait_s"])
         lines.append(
             f'<li data-policy="{escape(str(s["policy"]))}"><b>{escape(str(s["policy"]))}</b>: '
             f'{a["started"]} of {a["jobs"]} jobs started, {s.get("rejected", 0)} rejected, '

@@ -20,7 +20,7 @@ from typing import TypeAlias, get_args
 
 from slurm_gpu.csv_cells import row
 from slurm_gpu.digits import ascii_int, is_digits
-from slurm_gpu.jsontypes import JsonValue
+from slurm_gpu.jsontypes import JsonValue, json_at
 from slurm_gpu.sim.params import Allocator, FairShareScheme, Params, PreemptType
 from slurm_gpu.units import UnitError, parse_time_seconds
 from slurm_gpu.yesno import yes_no
@@ -150,18 +150,15 @@ SWEEP_COLUMNS = ("param", "value", "policy", "jobs", "started", "wait_p50_s", "w
                  "jain", "cost_per_effective_gpu_hour")
 
 
-def _obj(v: JsonValue) -> Mapping[str, JsonValue]:
-    """A JSON object of the summary, or {} for anything else (a missing key)."""
-    return v if isinstance(v, Mapping) else {}
 
 
 def sweep_row(param: str, value: str, summary: Mapping[str, JsonValue]) -> SweepRow:
-    a = _obj(summary.get("all"))
-    return (param, value, summary.get("policy", ""), a.get("jobs"), a.get("started"),
-            _obj(a.get("wait_s")).get("p50"), _obj(a.get("wait_s")).get("p95"), _obj(a.get("jct_s")).get("p50"),
-            _obj(a.get("jct_s")).get("p95"), a.get("gpu_utilisation"), a.get("preemptions"), a.get("lost_gpu_hours"),
-            _obj(summary.get("fragmentation")).get("mean_k_node"), _obj(summary.get("fairness")).get("jain"),
-            a.get("cost_per_effective_gpu_hour"))
+    a = summary.get("all")
+    return (param, value, summary.get("policy", ""), json_at(a, ("jobs",)), json_at(a, ("started",)),
+            json_at(a, ("wait_s", "p50")), json_at(a, ("wait_s", "p95")), json_at(a, ("jct_s", "p50")),
+            json_at(a, ("jct_s", "p95")), json_at(a, ("gpu_utilisation",)), json_at(a, ("preemptions",)),
+            json_at(a, ("lost_gpu_hours",)), json_at(summary, ("fragmentation", "mean_k_node")),
+            json_at(summary, ("fairness", "jain")), json_at(a, ("cost_per_effective_gpu_hour",)))
 
 
 def sweep_csv(rows: Sequence[SweepRow]) -> str:
