@@ -323,6 +323,7 @@ class Lab(LabDaemons):
         ``gpusub --mig 3g.40gb:2`` and ``--mps``); slurmd keeps the emitted lines. The states the lab wrote
         before are removed first, so ``SLURM_GPU_LAB_DRIVERS=0`` (and the private labs that write their own)
         starts with no driver anywhere."""
+        from slurm_gpu.adapters import fs
         from slurm_gpu.lab import nodehooks
         from slurm_gpu.lab.nvmlnode import write_state
         from slurm_gpu.topology import load_topology_file
@@ -348,7 +349,7 @@ class Lab(LabDaemons):
                 done.append(n.name)
             except (OSError, ValueError) as e:
                 self.say(f"{n.name}: no stand-in driver ({e})")
-        listed.write_text("".join(f"{n}\n" for n in done))
+        fs.write_file(str(listed), "".join(f"{n}\n" for n in done).encode())  # root writes: the one safe writer
         if done:
             self.say(f"{','.join(done)}: the stand-in NVIDIA driver of the recorded machine (whole GPUs, MIG off), "
                      "for per-job MIG layouts and MPS (SLURM_GPU_LAB_DRIVERS=0: none)")
