@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurm_gpu.policy import check_policy, classify, load_policy
+from slurm_gpu.policy.nodes import policy_inventory
 from slurm_gpu.request import JobRequest
 
 EX = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "policies")
@@ -56,6 +57,15 @@ def test_typed_gpu_enforcement(pname: str, req: JobRequest) -> None:
     if not d.accepted or not d.gres or d.gres.startswith("mps:"):
         return
     m = re.fullmatch(r"gpu:([a-z0-9]+)(_[0-9]g\.[0-9]+gb)?:(\d+)", d.gres)
+    if m is None and re.fullmatch(r"gpu:\d+", d.gres) and not req.gpu_type:
+        # left untyped only where no single GPU type of the partition has the nodes the job needs, each with
+        # its GPUs per node (issue 19: typing it would make a job unschedulable that sbatch starts)
+        assert any("stays untyped" in x for x in d.reasons), d.reasons
+        per_node = max(req.gpus_per_node or 1, 1)
+        held = {t: sum(1 for n in policy_inventory(pol).nodes if d.partition in n.partitions
+                       and n.count("gpu", t) >= per_node) for t in pol.partition_gpu_types(d.partition)}
+        assert all(c < max(req.node_min or 1, 1) for c in held.values()), (held, req)
+        return
     assert m and pol.gpu_type(m.group(1)) is not None and m.group(1) == d.gpu_type
     assert m.group(1) in pol.partition_gpu_types(d.partition)
     q = pol.qos_named(d.qos)
