@@ -260,6 +260,18 @@ def read_mig(gpus: Sequence[int], timeout_s: float = DEFAULT_TIMEOUT_S
     return _session(work, timeout_s, "MIG read")
 
 
+def read_mig_node(timeout_s: float = DEFAULT_TIMEOUT_S) -> dict[int, M.MigState]:
+    """Current MIG state of every GPU of the node (a GPU that is not MIG-capable: MIG off). Raises on failure."""
+    def work(N: Any) -> dict[int, M.MigState]:
+        out: dict[int, M.MigState] = {}
+        for i in range(int(N.nvmlDeviceGetCount())):
+            h = N.nvmlDeviceGetHandleByIndex(i)
+            out[i] = _state(N, h, _geometry(N, h)[1]) if _capable(N, h) else M.MigState(False)
+        return out
+
+    return _session(work, timeout_s, "MIG read")
+
+
 def mig_uuids(gpus: Sequence[int], timeout_s: float = DEFAULT_TIMEOUT_S) -> list[str]:
     return _session(lambda N: _Gpus(N, gpus).mig_uuids(), timeout_s, "MIG read")
 

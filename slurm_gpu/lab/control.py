@@ -38,8 +38,8 @@ from slurm_gpu.lab.install import (
     packages_of,
     system_plugin_dir,
 )
-from slurm_gpu.lab.nvmlnode import NodeNvml, prepare_node
-from slurm_gpu.lab.spec import LabHooks, LabSpec, detected_alike
+from slurm_gpu.lab.nvmlnode import NodeNvml, detected_type_name, prepare_node
+from slurm_gpu.lab.spec import LabHooks, LabSpec, detected_alike, whole_gpus_detected_alike
 from slurm_gpu.slurm.release import spelling_for
 
 DEFAULT_LAB_DIR = "/tmp/slurm-gpu-lab"
@@ -53,6 +53,14 @@ def static_mig_cap_minors(spec: LabSpec) -> list[int]:
     names = {n.name for n in spec.static_mig_nodes}
     return [int(m) for line in spec.gres_lines if line.split(" ", 1)[0].removeprefix("NodeName=") in names
             for m in re.findall(r"/nvidia-caps/nvidia-cap([0-9]+)", line)]
+
+
+DETECT_ENV = "SLURM_GPU_LAB_DETECT"  # 0: every node reads the emitted gres.conf lines (AutoDetect=off)
+
+
+def detect_by_env() -> bool:
+    """Whether slurmd detects the nodes' GPUs with Slurm's gpu/nvml over the stand-in (the default)."""
+    return os.environ.get(DETECT_ENV, "1") != "0"
 
 
 def lab_dir_from_env() -> str:
@@ -296,24 +304,38 @@ class Lab(LabDaemons):
         return took
 
     def _prepare_nvml(self, spec: LabSpec, rt: LabRuntime) -> dict[str, NodeNvml]:
-        """The stand-in NVML state of each static-MIG node whose slurmd detects its slices (rt.nvml_nodes)."""
+        """The stand-in NVML state of each node whose slurmd detects its GPUs (rt.nvml_nodes): a static-MIG
+        node's is the one its hooks read too (``$LAB_DIR/nvml/<node>.state``); a whole-GPU node's slurmd reads
+        a copy of its recorded machine of its own (``$LAB_DIR/nvml/slurmd/<node>.state``), so that the hooks'
+        driver stays what ``_give_drivers`` and the tests make it (none, or one whose MIG the hooks change),
+        and a slurmd restart never counts a job's MIG devices (docs/mig_mps.md "dynamic")."""
         from slurm_gpu.lab import nodehooks
         from slurm_gpu.topology import load_topology_file
 
         lib = nodehooks.standin_lib_dir(repo_root()) if rt.nvml_nodes else None
+        nvml_dir = nodehooks.nvml_dir(self.paths.lab_dir)
         out: dict[str, NodeNvml] = {}
-        for n in spec.static_mig_nodes:
-            if n.name in rt.nvml_nodes and lib:
-                out[n.name] = prepare_node(nodehooks.nvml_dir(self.paths.lab_dir), n.name,
-                                           load_topology_file(n.topology), n.mig_layout, lib, str(repo_root()))
+        for n in spec.nodes:
+            if n.name in rt.nvml_nodes and lib and n.mig_layout:
+                out[n.name] = prepare_node(nvml_dir, n.name, load_topology_file(n.topology), n.mig_layout, lib,
+                                           str(repo_root()))
                 self.say(f"{n.name}: static MIG {'+'.join(n.mig_layout)} per GPU, detected by Slurm's gpu/nvml "
                          "over the stand-in NVML")
-            elif rt.plugin_dirs and not detected_alike(n, spelling_for(rt.version).mig_profile_from_attributes):
+            elif n.name in rt.nvml_nodes and lib:
+                out[n.name] = prepare_node(os.path.join(nvml_dir, "slurmd"), n.name, load_topology_file(n.topology),
+                                           (), lib, str(repo_root()))
+                self.say(f"{n.name}: {n.gpus} x {n.gpu_name}, detected by Slurm's gpu/nvml over the stand-in NVML")
+            elif n.mig_layout and rt.plugin_dirs and not detected_alike(
+                    n, spelling_for(rt.version).mig_profile_from_attributes):
                 self.say(f"{n.name}: static MIG {'+'.join(n.mig_layout)} from the emitted gres.conf lines "
                          f"(AutoDetect=off): Slurm {'.'.join(map(str, rt.version))}'s gpu/nvml would name a slice "
                          "otherwise than the policy does (`slurm-gpu policy check` says which)")
-            else:
-                self.say(f"{n.name}: static MIG from the emitted gres.conf lines (no gpu_nvml.so or no C compiler "
+            elif n.gpus and rt.plugin_dirs and lib and not n.mig_layout:
+                self.say(f"{n.name}: GPUs from the emitted gres.conf lines (AutoDetect=off): Slurm's gpu/nvml "
+                         f"would name them {detected_type_name(n.gpu_name or 'no recorded name')!r}, which does "
+                         f"not contain the policy's type {n.gpu_type!r}")
+            elif n.gpus:
+                self.say(f"{n.name}: GPUs from the emitted gres.conf lines (no gpu_nvml.so or no C compiler "
                          "for the stand-in NVML: AutoDetect=nvml is off)")
         return out
 
@@ -439,13 +461,14 @@ class Lab(LabDaemons):
         rt = LabRuntime(version=version, hostname=short_hostname(), paths=self.paths, hooks=hooks,
                         task_plugin=task_plugin, loopback_only=only_loopback(),
                         plugin_dirs=(system_plugins, nvml_plugin) if nvml_plugin and system_plugins else ())
-        if spec is not None and spec.static_mig_nodes and rt.plugin_dirs:
+        if spec is not None and rt.plugin_dirs and detect_by_env():
             from slurm_gpu.lab.nodehooks import standin_lib_dir
 
             if standin_lib_dir(repo_root()):  # Slurm's gpu/nvml needs a libnvidia-ml.so.1: the stand-in's
                 by_attributes = spelling_for(version).mig_profile_from_attributes
-                rt = dataclasses.replace(rt, nvml_nodes=tuple(n.name for n in spec.static_mig_nodes
-                                                              if detected_alike(n, by_attributes)))
+                rt = dataclasses.replace(rt, nvml_nodes=tuple(
+                    n.name for n in spec.nodes
+                    if (detected_alike(n, by_attributes) if n.mig_layout else whole_gpus_detected_alike(n))))
         if base:
             b = int(base)
             rt = dataclasses.replace(rt, ctld_port=b, dbd_port=b + 2, slurmd_port0=b + 100)

@@ -108,6 +108,9 @@ def install(lab_dir: str, policy: str | None, repo: Path, say: Callable[[str], o
     # the EpilogSlurmctld hook: slurmctld gives it no SLURM_CONF (measured: only SLURM_JOB_* and PWD)
     env["SLURM_CONF"] = os.path.join(lab_dir, "etc", "slurm.conf")
     env["SLURM_GPU_EPILOG_CTLD_LOG"] = ctld_log(lab_dir)
+    # the hooks' driver is <nvml>/<node>.state (or none); never the state a detecting slurmd was started over
+    # (lab/control.py _prepare_nvml: a whole-GPU node's slurmd reads a copy of its own)
+    env["SLURM_GPU_NVML_STANDIN"] = ""
     log_dir = os.path.dirname(ctld_log(lab_dir))
     os.makedirs(log_dir, mode=0o755, exist_ok=True)  # in root's own node-hooks/log
     shutil.chown(log_dir, "slurm", "slurm")

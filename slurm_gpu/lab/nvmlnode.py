@@ -314,15 +314,16 @@ def _standin_module(repo: str, name: str) -> Any:
 def lab_fixture(topo: Topology, layout: Sequence[str], repo: str, source: str) -> dict[str, Any]:
     """The stand-in fixture of a static-MIG lab node: the recorded topology, the GPU's recorded MIG profile
     table (tests/nvml_standin/fixtures/mig-profiles.json, by NVML name), ``layout`` on every GPU at the
-    placements the hooks create it at, with the driver's GPU-instance ids. ValueError: no table for the GPU."""
+    placements the hooks create it at, with the driver's GPU-instance ids. ValueError: a layout, and no table
+    for the GPU (whole GPUs of no recorded table are served as not MIG-capable)."""
     import json
 
     name = topo.gpus[0].name if topo.gpus else ""
     with open(os.path.join(repo, "tests", "nvml_standin", "fixtures", "mig-profiles.json"), encoding="utf-8") as f:
         tables = json.load(f)["profiles"]
-    if name not in tables:
+    if name not in tables and layout:
         raise ValueError(f"no recorded MIG profile table for {name!r} (tests/nvml_standin/fixtures/mig-profiles.json)")
-    return fixture_from_topology(topo, source=source, mig_profiles=tables[name], mig_layout=layout)
+    return fixture_from_topology(topo, source=source, mig_profiles=tables.get(name), mig_layout=layout)
 
 
 def write_state(nvml_dir: str, node: str, topo: Topology, layout: Sequence[str], repo: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from slurm_gpu.lab.nvmlnode import detected_type_name
 from slurm_gpu.policy.model import Partition, Qos
 from slurm_gpu.sharing.mig import detected_profile
 
@@ -35,6 +36,7 @@ class LabNode:
     topology: str = ""
     gpu_memory_gb: int = 0  # the GPU type's memory: what names a detected MIG slice on some releases
     mig_mode: str = "none"  # the node type's: none, static (mig_layout) or dynamic (per-job layouts)
+    gpu_name: str = ""  # the recorded machine's NVML name of its GPUs (the topology's), "" when not recorded
 
 
 # The lab's QOS are the policy's, unchanged (one model; the config generator reads the same fields).
@@ -120,6 +122,20 @@ def detected_alike(node: LabNode, from_attributes: bool) -> bool:
                for p in dict.fromkeys(node.mig_layout))
 
 
+def _gpu_name(topo: Any) -> str:
+    gpus = getattr(topo, "gpus", ())
+    return str(gpus[0].name or "") if gpus else ""
+
+
+def whole_gpus_detected_alike(node: LabNode) -> bool:
+    """Whether Slurm's gpu/nvml would register ``node``'s whole GPUs under the policy's type: the type Slurm
+    gives a detected GPU is its NVML name, lower-cased, spaces as ``_`` (``NVIDIA H100 80GB HBM3`` ->
+    ``nvidia_h100_80gb_hbm3``), and slurm.conf's type must be a substring of it (docs/topology.md
+    "Type names"). A node of no recorded GPU name, or with static MIG slices, is not one."""
+    return bool(node.gpus and node.gpu_type and node.gpu_name and not node.mig_layout
+                and node.gpu_type.lower() in detected_type_name(node.gpu_name))
+
+
 def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") -> LabSpec:
     """Build the LabSpec from a loaded Policy; ``load_topology(path)`` returns a Topology."""
     from slurm_gpu.emit.gres_conf import gres_lines
@@ -128,7 +144,7 @@ def spec_from_policy(policy: Any, load_topology: Any, device_dir: str = "/dev") 
     topologies = {nt.name: load_topology(nt.topology) for nt in policy.node_types}
     nodes = [LabNode(name, nt.name, nt.gpu_type, nt.gpus, node_features(policy, nt, topologies[nt.name]), line,
                      tuple(nt.mig_layout) if nt.mig_mode == "static" else (), str(nt.topology),
-                     _memory_gb(policy, nt.gpu_type), nt.mig_mode)
+                     _memory_gb(policy, nt.gpu_type), nt.mig_mode, _gpu_name(topologies[nt.name]))
              for name, nt, line in node_lines(policy, topologies)]
     gres = gres_lines(policy, topologies, device_dir)
     qos = tuple(policy.qos)

@@ -230,11 +230,44 @@ class MigStep:
         except Exception as exc:  # noqa: BLE001 - a read that fails says nothing about the layout
             ctx.log(f"job {ctx.job.job_id}: MIG layout of GPU {','.join(map(str, parents))} not read: {exc}"[:300])
             return
+        self._check_detected(ctx, nt)
         for i in drifted(states, layout, geo, parents):
             have = "+".join(g.profile for g in states[i].sorted().instances) or "no instances"
             ctx.log(f"job {ctx.job.job_id}: node misconfigured: GPU {i}'s MIG layout is {have}, not the policy's "
                     f"{layout.describe()} (node type {nt.name}, mig_mode static): slurmd schedules the slices it "
                     "detected; not rebuilt, nothing drained")
+
+    def _check_detected(self, ctx: HookContext, nt: Any) -> None:
+        """The node's MIG devices now (every GPU's, from NVML) against what slurmd detected when it started and
+        slurmctld schedules (the node's registered ``Gres=``, ``scontrol show node``, bounded by
+        ``drain_timeout_s``). A difference means jobs are given slices the driver no longer has, or never
+        given ones it has: logged as the node's misconfiguration (slurmd detects again when it restarts),
+        never rebuilt, no job failed, nothing drained. A failing read is one log line."""
+        from slurm_gpu.adapters import gpu_config
+        from slurm_gpu.adapters.gpu_node import run_tool
+        from slurm_gpu.sharing.mig import inventory_differences, present_inventory, registered_inventory
+        from slurm_gpu.slurm.records import parse_node_records
+
+        node = ctx.job.node
+        try:
+            rc, out, err = run_tool([str(ctx.config["scontrol"]), "show", "node", "-o", node],
+                                    float(ctx.config["drain_timeout_s"]))
+            records = [r for r in parse_node_records(out) if r.name == node] if rc == 0 else []
+            if not records:
+                ctx.log(f"job {ctx.job.job_id}: MIG devices not compared with slurmd's: scontrol show node {node}: "
+                        f"{(err or out).strip()[:200] or f'exit {rc}'}")
+                return
+            present = present_inventory(gpu_config.read_mig_node(_timeout(ctx)))
+        except Exception as exc:  # noqa: BLE001 - a read that fails says nothing about the inventory
+            ctx.log(f"job {ctx.job.job_id}: MIG devices not compared with slurmd's: {exc}"[:300])
+            return
+        registered = registered_inventory(((g.gres_type, g.count) for g in records[0].gres if g.name == "gpu"),
+                                          str(nt.gpu_type or ""))
+        diffs = inventory_differences(registered, present)
+        if diffs:
+            ctx.log(f"job {ctx.job.job_id}: node misconfigured: its MIG devices are not what slurmd detected and "
+                    f"schedules ({'; '.join(diffs)}; node type {nt.name}, mig_mode static): slurmd detects them "
+                    "when it starts; not rebuilt, nothing drained"[:600])
 
 
 class MpsStep:

@@ -377,7 +377,43 @@ def detected_profile(gpu_type: str, memory_gb: int, profile: str, from_attribute
     return profile_from_attributes(parse_mig_profile(profile).slices, mib) + profile[len(profile.split("+")[0]):]
 
 
-__all__ = ["MIG_PROFILE_MIB", "profile_from_attributes", "detected_profile",
+WHOLE = ""  # the inventory key of a whole GPU (MIG off), beside the profiles of the slices
+
+
+def present_inventory(states: Mapping[int, MigState]) -> Counter[str]:
+    """What the node's driver has now, as slurmd counts it: a whole GPU per GPU with MIG off (``WHOLE``),
+    else one device per GPU instance, by profile."""
+    out: Counter[str] = Counter()
+    for st in states.values():
+        if st.enabled:
+            out.update(g.profile for g in st.instances)
+        else:
+            out[WHOLE] += 1
+    return out
+
+
+def registered_inventory(gres: Iterable[tuple[str | None, int]], gpu_type: str) -> Counter[str]:
+    """What slurmctld registered for the node (its ``Gres=`` gpu items, (type, count)): the slices by profile
+    (type ``<gpu_type>_<profile>``, the names slurm.conf and ``admin emit`` give them), whole GPUs (the GPU
+    type itself, or untyped) as ``WHOLE``; a type of another GPU is kept under its own name."""
+    out: Counter[str] = Counter()
+    for gres_type, count in gres:
+        if gres_type is None or gres_type == gpu_type:
+            out[WHOLE] += count
+        else:
+            out[gres_type.removeprefix(f"{gpu_type}_")] += count
+    return out
+
+
+def inventory_differences(registered: Mapping[str, int], present: Mapping[str, int]) -> list[str]:
+    """``<what>: slurmd registered R, the driver has P`` for each kind of device whose counts differ (sorted;
+    ``whole GPUs`` for :data:`WHOLE`). Empty: Slurm schedules what is there."""
+    return [f"{k or 'whole GPUs'}: slurmd registered {registered.get(k, 0)}, the driver has {present.get(k, 0)}"
+            for k in sorted(set(registered) | set(present)) if registered.get(k, 0) != present.get(k, 0)]
+
+
+__all__ = ["WHOLE", "present_inventory", "registered_inventory", "inventory_differences",
+           "MIG_PROFILE_MIB", "profile_from_attributes", "detected_profile",
            "COMPUTE_SLICES", "MigError", "Profile", "Geometry", "GpuInstance", "MigState", "Layout", "Action",
            "layout_counts", "compute_slices", "default_layout", "node_type_of", "check_request", "place",
            "satisfies", "plan_gpu", "plan", "drifted", "apply"]

@@ -194,6 +194,21 @@ def test_gres_conf_autodetect_off_and_lines_verbatim():
     assert body[1:] == list(SPEC.gres_lines)
 
 
+def test_gres_conf_detecting_nodes_leave_the_shared_lines():
+    """A node that detects (AutoDetect=nvml) loses its part of a line shared with other nodes
+    (NodeName=g[1-2]); the others keep theirs, and no node is named by both."""
+    body = [ln for ln in gres_conf(SPEC, ("g2", "s1")).splitlines() if ln and not ln.startswith("#")]
+    assert body == [
+        "AutoDetect=off",
+        "NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia[0-3] Cores=0-15",
+        "NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia[4-7] Cores=16-31",
+        "NodeName=g2 AutoDetect=nvml",
+        "NodeName=s1 AutoDetect=nvml",
+    ]
+    every = [ln for ln in gres_conf(SPEC, ("g1", "g2", "s1")).splitlines() if ln.startswith("NodeName=")]
+    assert every == ["NodeName=g1 AutoDetect=nvml", "NodeName=g2 AutoDetect=nvml", "NodeName=s1 AutoDetect=nvml"]
+
+
 def test_slurmdbd_conf():
     text = slurmdbd_conf(rt())
     assert "StorageType=accounting_storage/mysql" in text and "StorageLoc=slurm_acct_db" in text

@@ -138,11 +138,12 @@ def test_a_slice_the_driver_no_longer_has_is_logged_and_fails_no_job(hooked):
     assert "DRAIN" not in node, node
 
 
-def test_epilog_compares_the_slices_layout_with_the_policy(hooked):
-    """The epilog reads the layout of the GPU the job's slice is on and compares it with the policy's
-    mig_layout: here the 1g.10gb instances vanish from the node's NVML while the job runs (as if MIG had been
-    changed under slurmd), so the epilog logs the node's misconfiguration; it rebuilds nothing (slurmd
-    schedules what it detected) and drains nothing."""
+def test_epilog_compares_the_slices_layout_with_the_detected_one_and_the_policy(hooked):
+    """The epilog compares the node's MIG devices (every GPU's, from its NVML) with what slurmd detected at
+    start and slurmctld schedules (the node's registered Gres=), and the layout of the GPU the job's slice is
+    on with the policy's mig_layout: here the 1g.10gb instances vanish from the node's NVML while the job
+    runs (as if MIG had been changed under slurmd), so the epilog logs both as the node's misconfiguration;
+    it rebuilds nothing (slurmd schedules what it detected) and drains nothing."""
     import time
 
     state = Path(nodehooks.nvml_dir(hooked.paths.lab_dir), f"{NODE}.state")
@@ -169,5 +170,7 @@ def test_epilog_compares_the_slices_layout_with_the_policy(hooked):
     lines = _job_lines(hooked, job)
     assert [ln for ln in lines if "slurm-gpu-epilog[" in ln and f"node misconfigured: GPU {gpu}'s MIG layout is "
             "2g.20gb+2g.20gb+2g.20gb, not the policy's" in ln], lines
+    assert [ln for ln in lines if "slurm-gpu-epilog[" in ln and "node misconfigured: its MIG devices are not what "
+            "slurmd detected and schedules (1g.10gb: slurmd registered 4, the driver has 0;" in ln], lines
     node = hooked.run(["scontrol", "show", "node", NODE], check=True).stdout
     assert "DRAIN" not in node, node

@@ -97,3 +97,20 @@ def test_static_mig_node_detected_alike_follows_the_release():
     assert not detected_alike(a100n2, from_attributes=True) and detected_alike(a100n2, from_attributes=False)
     (a100mig1,) = policy_spec_factory(POLICY)("/dev").static_mig_nodes
     assert detected_alike(a100mig1, from_attributes=True) and detected_alike(a100mig1, from_attributes=False)
+
+
+def test_whole_gpu_nodes_detected_alike_by_the_recorded_name():
+    """A whole-GPU node runs AutoDetect=nvml when the type Slurm's gpu/nvml gives its recorded GPU name
+    (lower-cased, spaces as _) contains the policy's type; a static-MIG node is judged by its slices, and a
+    node of no recorded name keeps the emitted lines."""
+    from dataclasses import replace
+
+    from slurm_gpu.lab.spec import whole_gpus_detected_alike
+
+    spec = policy_spec_factory(POLICY)("/dev")
+    by_name = {n.name: n for n in spec.nodes}
+    assert by_name["h100n1"].gpu_name == "NVIDIA H100 80GB HBM3"
+    assert [n.name for n in spec.nodes if whole_gpus_detected_alike(n)] == ["h100n1", "h100n2", "a100n1"]
+    assert not whole_gpus_detected_alike(replace(by_name["h100n1"], gpu_type="gh200"))
+    assert not whole_gpus_detected_alike(replace(by_name["h100n1"], gpu_name=""))
+    assert not whole_gpus_detected_alike(by_name["a100mig1"])

@@ -157,3 +157,27 @@ def test_restore_after_any_job_layout_returns_to_default(default, job):
     after = M.apply({0: during}, M.plan_gpu(0, during, default, GEO), {0: GEO})[0]
     assert M.satisfies(after, default, GEO)
     assert Layout.of(after.enabled, ((g.profile, 1) for g in after.instances)) == default
+
+
+def test_inventory_registered_against_present():
+    """The epilog's comparison of slurmd's registered devices with the driver's (sharing.mig): slices by
+    profile (slurm.conf type <gpu type>_<profile>), whole GPUs under WHOLE, counts compared per kind."""
+    from slurm_gpu.sharing.mig import (
+        WHOLE,
+        GpuInstance,
+        MigState,
+        inventory_differences,
+        present_inventory,
+        registered_inventory,
+    )
+
+    reg = registered_inventory([("a100_2g.20gb", 12), ("a100_1g.10gb", 4), ("a100", 1), (None, 1)], "a100")
+    assert reg == {"2g.20gb": 12, "1g.10gb": 4, WHOLE: 2}
+    on = MigState(True, tuple(GpuInstance(p, s) for p, s in (("2g.20gb", 0), ("2g.20gb", 2), ("2g.20gb", 4),
+                                                              ("1g.10gb", 6))))
+    present = present_inventory({0: on, 1: on, 2: on, 3: on, 4: MigState(False), 5: MigState(False, ())})
+    assert inventory_differences(reg, present) == []
+    less = present_inventory({0: on, 1: on, 2: on, 3: MigState(True, on.instances[:3]), 4: MigState(False)})
+    assert inventory_differences(reg, less) == ["whole GPUs: slurmd registered 2, the driver has 1",
+                                                "1g.10gb: slurmd registered 4, the driver has 3"]
+    assert inventory_differences({}, {"3g.40gb": 2}) == ["3g.40gb: slurmd registered 0, the driver has 2"]
