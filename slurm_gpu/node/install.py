@@ -63,6 +63,64 @@ FAST_PATH = {
 }
 
 
+_SAFE_NAME = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def ctld_fast_path(checkpoint_partitions: Iterable[str] | None) -> list[str]:
+    """EpilogSlurmctld: start no Python for a job the hook would do nothing for (node/requeue.py ``decide``):
+    its batch shell was not killed by an early stop signal (``SLURM_JOB_EXIT_CODE2``, slurmctld's), it ran
+    in no partition of a checkpoint_required class (``checkpoint_partitions``, the policy's at install
+    time), and its work directory, reached through no symlink, has no checkpoint directory. Why: slurmctld
+    starts the next job on the freed node only at a later scheduling pass when the EpilogSlurmctld ends
+    after the node's Epilog, so even a 70 ms hook costs a back-to-back job 0.8-3 s (measured, docs/
+    checkpointing.md "Cost"). Anything else (``--verbose``, a relative or unreadable work dir, a symlink on
+    the way, ``..``) goes to the hook. None (the policy could not be read at install): no fast path."""
+    from slurm_gpu.node.requeue import CKPT_SUBDIR, EARLY_STOP_SIGNALS
+
+    parts = sorted(checkpoint_partitions) if checkpoint_partitions is not None else None
+    if parts is None or not all(p and set(p) <= _SAFE_NAME for p in parts):
+        return ["# no fast path: the policy's checkpoint_required partitions were not known at install"]
+    signals = "|".join(f"*:{n}" for n in sorted(EARLY_STOP_SIGNALS))
+    lines = ["# the fast path (slurm_gpu/node/install.py ctld_fast_path): no Python for a job the hook has nothing",
+             "# to do with; builtins only, every value quoted",
+             "_sg_fast=1",
+             'case " ${SLURM_GPU_EPILOG_CTLD:-} " in *" --verbose "*) _sg_fast=;; esac',
+             f"case ${{SLURM_JOB_EXIT_CODE2:-}} in {signals}) _sg_fast=;; esac  # an early stop signal"]
+    if parts:
+        pattern = "|".join(f"*,{p},*" for p in parts)
+        lines.append(f'case ",${{SLURM_JOB_PARTITION:-}}," in {pattern}) _sg_fast=;; esac  # checkpoint_required')
+    lines += ['_sg_w=${SLURM_JOB_WORK_DIR:-}',
+              'case $_sg_w in /*) ;; *) _sg_fast=;; esac',
+              'if [ -n "$_sg_fast" ]; then',
+              '  _sg_rest=${_sg_w#/}; _sg_p=',
+              '  while [ -n "$_sg_rest" ]; do',
+              '    _sg_c=${_sg_rest%%/*}',
+              '    case $_sg_rest in */*) _sg_rest=${_sg_rest#*/};; *) _sg_rest=;; esac',
+              '    case $_sg_c in ""|.) continue;; ..) _sg_fast=; break;; esac',
+              '    _sg_p=$_sg_p/$_sg_c',
+              '    if [ -L "$_sg_p" ]; then _sg_fast=; break; fi',
+              '  done',
+              'fi',
+              f'if [ -n "$_sg_fast" ] && [ -d "$_sg_w" ] && [ -x "$_sg_w" ] && [ ! -e "$_sg_w/{CKPT_SUBDIR}" ] && '
+              f'[ ! -L "$_sg_w/{CKPT_SUBDIR}" ]; then',
+              '  exit 0  # not a checkpointing job, and no end the hook acts on without a checkpoint',
+              'fi']
+    return lines
+
+
+def checkpoint_partitions_of(policy: str | None) -> frozenset[str] | None:
+    """The partitions of the policy's checkpoint_required classes; None when it cannot be read."""
+    if not policy:
+        return None
+    from slurm_gpu.node.requeue import policy_facts
+    from slurm_gpu.policy.load import load_policy
+
+    try:
+        return policy_facts(load_policy(policy)).checkpoint_partitions
+    except Exception:  # noqa: BLE001 - install goes on; the shim then always runs the hook
+        return None
+
+
 # The hooks need no PrologFlags: without Alloc the Prolog runs on each node before the job's first step
 # there (the batch script, an srun step), which is before any task sees a GPU. With Alloc, srun and salloc
 # poll for the end of the Prolog every 0.1 s x i (src/srun allocate.c), so any Prolog at all, even
@@ -103,8 +161,10 @@ def shim_source_dir() -> Path:
     return here if (here / "prolog.sh").is_file() else Path(sys.prefix) / "share" / "slurm-gpu" / "prolog_epilog"
 
 
-def shim_text(source: str, name: str, prefix: str, bin_dir: str, policy: str | None) -> str:
-    """The shim with its settings block after the header comment (the shims read these variables)."""
+def shim_text(source: str, name: str, prefix: str, bin_dir: str, policy: str | None,
+              checkpoint_partitions: Iterable[str] | None = None) -> str:
+    """The shim with its settings block after the header comment (the shims read these variables);
+    ``checkpoint_partitions``: the EpilogSlurmctld shim's fast path (:func:`ctld_fast_path`)."""
     var, script = SHIMS[name]
     entry = f'"{prefix}/{LAUNCHER} {LAUNCHED[name]}"' if name in LAUNCHED else f"{bin_dir}/{script}"
     block = [MARK, f"{var}={entry}", f"SLURM_GPU_HOOKS_CONF={prefix}/hooks.conf",
@@ -116,6 +176,8 @@ def shim_text(source: str, name: str, prefix: str, bin_dir: str, policy: str | N
         block += [f"GPUSUB_POLICY={policy}", "export GPUSUB_POLICY"]
     block += [f"if [ -r {prefix}/hooks.env ]; then set -a; . {prefix}/hooks.env; set +a; fi"]
     block += FAST_PATH.get(name, [])
+    if name == "epilog_ctld.sh":
+        block += ctld_fast_path(checkpoint_partitions)
     block += [MARK.replace("---", "===")]
     lines = source.splitlines()
     at = next((i for i, ln in enumerate(lines) if ln.startswith("PATH=")), 2)
@@ -206,8 +268,9 @@ def install(prefix: str, policy: str | None, *, bin_dir: str | None = None, job_
         (res.written if _write(fd, LAUNCHER, launcher, 0o755) else res.kept).append(LAUNCHER)
         unit = agent_unit_text(bin_dir).encode()
         (res.written if _write(fd, AGENT_UNIT, unit, 0o644) else res.kept).append(AGENT_UNIT)
+        ckpt_parts = checkpoint_partitions_of(policy)
         for name in SHIMS:
-            text = shim_text((src / name).read_text(encoding="utf-8"), name, prefix, bin_dir, policy)
+            text = shim_text((src / name).read_text(encoding="utf-8"), name, prefix, bin_dir, policy, ckpt_parts)
             (res.written if _write(fd, name, text.encode(), 0o755) else res.kept).append(name)
         conf = hooks_conf_text(policy, settings or {}).encode()
         kept_conf = fs.read_capped(fd, "hooks.conf", limit=1 << 16, missing_ok=True, trusted=True)
