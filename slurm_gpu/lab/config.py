@@ -242,11 +242,14 @@ def topology_files(spec: LabSpec, rt: LabRuntime) -> dict[str, str]:
 
 
 def gres_conf(spec: LabSpec, nvml_nodes: tuple[str, ...] = ()) -> str:
-    """AutoDetect=off and the emitted lines; a node of ``nvml_nodes`` gets ``NodeName=<node> AutoDetect=nvml``
-    in place of its own lines (Slurm's gpu/nvml then detects its GPUs and MIG slices; per-node AutoDetect,
-    gres.conf(5), measured with slurmd -G on 22.05.8 and 24.11.5). A line for several nodes
-    (``NodeName=h100n[1-2]``) keeps the nodes that do not detect."""
-    detecting = set(nvml_nodes)
+    """AutoDetect=off and the emitted lines, and ``NodeName=<node> AutoDetect=nvml`` for each node of
+    ``nvml_nodes`` (per-node AutoDetect, gres.conf(5); measured with slurmd on 22.05.8 and 24.11.5): Slurm's
+    gpu/nvml then detects the node's GPUs and MIG slices. A whole-GPU node keeps its emitted lines beside it:
+    gres.conf(5) then double-checks each detected GPU against the line of the same Type and File (Cores=,
+    Links=) and omits a GPU that differs, with an error, so the lines are checked by Slurm's detection and
+    stay what slurm-gpu's readers of gres.conf (locality, the cluster view) take the GPUs' sockets from. A
+    static-MIG node's own lines are left out: its slices are what the plugin detects."""
+    static = {n.name for n in spec.nodes if n.mig_layout} & set(nvml_nodes)
     lines = []
     for ln in spec.gres_lines:
         head, sep, rest = ln.partition(" ")
@@ -254,7 +257,7 @@ def gres_conf(spec: LabSpec, nvml_nodes: tuple[str, ...] = ()) -> str:
             lines.append(ln)
             continue
         names = expand_hostlist(head.removeprefix("NodeName="))
-        kept = [n for n in names if n not in detecting]
+        kept = [n for n in names if n not in static]
         if kept:
             lines.append(ln if len(kept) == len(names) else f"NodeName={compress_hostlist(kept)}{sep}{rest}")
     lines += [f"NodeName={n} AutoDetect=nvml" for n in nvml_nodes]

@@ -194,19 +194,25 @@ def test_gres_conf_autodetect_off_and_lines_verbatim():
     assert body[1:] == list(SPEC.gres_lines)
 
 
-def test_gres_conf_detecting_nodes_leave_the_shared_lines():
-    """A node that detects (AutoDetect=nvml) loses its part of a line shared with other nodes
-    (NodeName=g[1-2]); the others keep theirs, and no node is named by both."""
+def test_gres_conf_detecting_nodes():
+    """A detecting whole-GPU node keeps its emitted lines beside ``AutoDetect=nvml`` (gres.conf(5): Slurm then
+    double-checks each detected GPU against them); a detecting static-MIG node loses its part of a line,
+    also of one shared with other nodes (NodeName=g[1-2]), and the others keep theirs."""
+    from dataclasses import replace
+
     body = [ln for ln in gres_conf(SPEC, ("g2", "s1")).splitlines() if ln and not ln.startswith("#")]
+    assert body == ["AutoDetect=off", *SPEC.gres_lines, "NodeName=g2 AutoDetect=nvml", "NodeName=s1 AutoDetect=nvml"]
+    mig = replace(SPEC, nodes=tuple(replace(n, mig_layout=("1g.10gb",) * 7) if n.name == "g2" else n
+                                    for n in SPEC.nodes))
+    body = [ln for ln in gres_conf(mig, ("g2", "s1")).splitlines() if ln and not ln.startswith("#")]
     assert body == [
         "AutoDetect=off",
         "NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia[0-3] Cores=0-15",
         "NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia[4-7] Cores=16-31",
+        "NodeName=s1 Name=gpu Type=a100 File=/dev/nvidia[0-3] Cores=0-31",
         "NodeName=g2 AutoDetect=nvml",
         "NodeName=s1 AutoDetect=nvml",
     ]
-    every = [ln for ln in gres_conf(SPEC, ("g1", "g2", "s1")).splitlines() if ln.startswith("NodeName=")]
-    assert every == ["NodeName=g1 AutoDetect=nvml", "NodeName=g2 AutoDetect=nvml", "NodeName=s1 AutoDetect=nvml"]
 
 
 def test_slurmdbd_conf():

@@ -3,7 +3,9 @@
 NVML (issue 20, acceptance 1): gres.conf says ``NodeName=<node> AutoDetect=nvml`` for each, each slurmd's log
 shows the plugin's detection, slurmctld registers the policy's types and counts, and where Slurm binds a
 job's CPUs to its GPU (``--gres-flags=enforce-binding``) it uses the cores it detected, which are the ones
-``slurm-gpu admin emit`` writes for that GPU (the emitted gres.conf lines of the same policy)."""
+``slurm-gpu admin emit`` writes for that GPU (the emitted gres.conf lines of the same policy). A whole-GPU
+node keeps the emitted lines beside AutoDetect=nvml, and Slurm double-checks them against what it detects
+(gres.conf(5)): no mismatch is logged, and a wrong ``Cores=`` makes slurmd drop the GPU (shown on a copy)."""
 
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ def test_every_gpu_node_is_detected_by_slurms_plugin(detecting):
         assert re.search(rf"gpu/nvml: _get_system_gpu_list_nvml: {n.gpus} GPU system device\(s\) detected", log), \
             (n.name, log[-3000:])
         assert "fatal" not in log, (n.name, log[-3000:])
+        assert "mismatching Cores or Links" not in log, (n.name, log[-3000:])  # Slurm's check of our lines
         show = lab.run(["scontrol", "show", "node", n.name], check=True).stdout
         assert "State=IDLE" in show or "State=MIXED" in show or "State=ALLOCATED" in show, show
         if not n.mig_layout:
@@ -88,3 +91,41 @@ def test_enforce_binding_uses_the_detected_cores(detecting):
         finally:
             lab.cancel(job)
             lab.wait(job, timeout_s=60)
+
+
+def test_slurm_drops_a_gpu_whose_emitted_cores_are_wrong(detecting, tmp_path):
+    """The judge can fail: a copy of the lab's configuration whose gres.conf gives a100n1's GPUs 0-1 (socket 1,
+    cores 16-31) the other socket's cores; ``slurmd -G`` over the same stand-in logs the mismatch and
+    keeps only the two GPUs whose lines agree."""
+    import shutil
+
+    from slurm_gpu.lab import nodehooks, nvmlnode
+    from slurm_gpu.topology import load_topology_file
+
+    lab, on = detecting
+    node = next((n for n in on if n.name == "a100n1"), None)
+    if node is None:
+        pytest.skip("no detecting a100n1 in this lab")
+    etc = tmp_path / "etc"
+    shutil.copytree(lab.paths.conf_dir, etc)
+    text = (etc / "gres.conf").read_text()
+    wrong = text.replace("NodeName=a100n1 Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=16-31",
+                         "NodeName=a100n1 Name=gpu Type=a100 File=/dev/nvidia[0-1] Cores=0-15")
+    assert wrong != text
+    nvml = Path(nodehooks.nvml_dir(lab.paths.lab_dir), "slurmd")
+    lib = nodehooks.standin_lib_dir(Path(__file__).resolve().parents[2])
+    assert lib
+    synthetic = nvmlnode.hwloc_synthetic(load_topology_file(node.topology))
+
+    def records(gres: str) -> tuple[list[nvmlnode.DetectedGres], str]:
+        (etc / "gres.conf").write_text(gres)
+        r = nvmlnode.run_slurmd_g(str(etc / "slurm.conf"), "a100n1", str(nvml / "a100n1.state"), lib, synthetic,
+                                  str(nvml / "mig-minors"))
+        return nvmlnode.parse_gres(r.stdout + r.stderr), r.stdout + r.stderr
+
+    right, out = records(text)
+    assert [g.files for g in right] == [f"/dev/nvidia{i}" for i in range(4)], out
+    assert "mismatching Cores or Links" not in out
+    kept, out = records(wrong)
+    assert "mismatching Cores or Links" in out
+    assert [g.files for g in kept] == ["/dev/nvidia2", "/dev/nvidia3"], out
