@@ -104,3 +104,16 @@ def test_env_differences_allow_only_the_documented_list():
     assert harness.env_differences(want, dict(got, SLURM_JOB_PARTITION="interactive")) != []
     assert harness.env_differences(want, dict(got, SLURM_JOB_PARTITION="interactive"), frozenset({"partition"})) == []
     assert harness.env_differences(want, dict(got, SHLVL="2")) == ["SHLVL: sbatch None, gpusub '2'"]
+
+
+def test_a_requeued_side_marks_the_case_for_a_rerun():
+    """run_all runs a case again, alone, when Slurm started one of its jobs twice (a neighbour preempted it);
+    the restart count comes from Slurm's record (scontrol's Restarts=, squeue's restart_cnt)."""
+    base = {"Restarts": "0", "JobState": "COMPLETED", "NumNodes": "1"}
+    case = harness.Case(CORPUS[0], "/nonexistent")
+    for tool, restarts in (("sbatch", "0"), ("gpusub", "1")):
+        case.sides[tool] = harness.Side(tool, [tool], job=tool)
+        case.sides[tool].records = [harness.summarize(base | {"Restarts": restarts})]
+    assert case.restarted() == ["gpusub job gpusub (restarts 1)"]
+    case.sides["gpusub"].records = [harness.summarize(base)]
+    assert case.restarted() == []

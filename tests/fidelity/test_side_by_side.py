@@ -58,7 +58,7 @@ def results(request):
 
 
 def _report(case) -> str:
-    lines = [f"script {case.script.path}", f"work dir {case.workdir}"]
+    lines = [f"script {case.script.path}", f"work dir {case.workdir}", *([case.rerun] if case.rerun else [])]
     for side in case.sides.values():
         lines.append(side.describe())
         for rec in side.records:
