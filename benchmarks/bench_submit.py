@@ -4,7 +4,7 @@
 20 alternating rounds (default) of the same job, each way a fresh process as a user would run it:
   gpusub    this checkout's ``gpusub --gres=gpu:h100:1 job.sh``: every call parses, classifies, plans,
             renders and submits afresh (cached per user: the parsed policy, the sbatch version and
-            help text, node layouts and Jinja2's bytecode of the templates; never a decision or a job)
+            help text, node layouts; never a decision or a job)
   sbatch    ``sbatch --parsable --gres=gpu:h100:1 job.sh``
   floor     ``python -c pass`` with gpusub's interpreter (the cost of a bare Python start)
   submitit  submitit's AutoExecutor submitting the same command (``bash job.sh``), in a fresh interpreter

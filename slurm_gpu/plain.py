@@ -33,13 +33,15 @@ class Record:
     """Base of a record class: a frozen dataclass whose ``__init__``, ``__eq__``, ``__hash__``,
     ``__repr__``, ``__setattr__`` and ``__delattr__`` are shared here, with the semantics of the ones
     ``dataclass(frozen=True)`` generates (every field in order, positional or by keyword, defaults and
-    default factories, then ``__post_init__`` where the class has one; equal only to the same class;
+    default factories, then ``__post_init__`` where the class has one; equal only to the same class,
+    over the fields of ``compare=True``, the hash likewise; ``field(repr=...)`` and ``hash=`` are not read;
     ``FrozenInstanceError`` on assignment). Declare a class as ``@record class C(Record):`` with a
     docstring (``dataclass`` would otherwise build one with ``inspect.signature``)."""
 
     __slots__ = ()
     _specs: ClassVar[dict[type, tuple[tuple[str, Any, Any], ...]]] = {}  # (name, default, factory) per field
     _post: ClassVar[dict[type, bool]] = {}  # whether the class has __post_init__
+    _compared: ClassVar[dict[type, tuple[str, ...]]] = {}  # the fields __eq__ and __hash__ use (compare=True)
 
     def _spec(self) -> tuple[tuple[str, Any, Any], ...]:
         spec = Record._specs.get(type(self))
@@ -47,6 +49,7 @@ class Record:
             spec = Record._specs[type(self)] = tuple(
                 (f.name, f.default, f.default_factory) for f in fields(self))  # type: ignore[arg-type]
             Record._post[type(self)] = hasattr(type(self), "__post_init__")
+            Record._compared[type(self)] = tuple(f.name for f in fields(self) if f.compare)  # type: ignore[arg-type]
         return spec
 
     def __init__(self, *args: object, **kwargs: object) -> None:
@@ -73,7 +76,9 @@ class Record:
             self.__post_init__()  # type: ignore[attr-defined]
 
     def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, key) for key, _, _ in self._spec())
+        """The compared fields' values (``field(compare=False)`` is left out of ``==`` and the hash)."""
+        self._spec()
+        return tuple(getattr(self, key) for key in Record._compared[type(self)])
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:

@@ -24,8 +24,6 @@ EDGES = {
     "adapters/": "one module per external system (Slurm CLI, NVML, sysfs, affinity)",
     "submit/gpusub.py": "gpusub's flow: reads the script, the policy and the cluster, submits, follows",
     "submit/follow.py": "follows a job to its end (squeue/sacct through the Slurm port, a live line)",
-    "submit/templates.py": "finds the batch templates beside the package or under the install prefix",
-    "submit/template_cache.py": "Jinja2's bytecode cache in the per-user cache",
     "node/entry.py": "one node-hook run in this process: alarm, stdio, the runner",
     "node/runner.py": "the Prolog/Epilog/TaskProlog runner: settings, state files, drain through scontrol",
     "node/steps.py": "the hooks' steps: leftover kill, health, job map, NVML accounting",
@@ -58,7 +56,6 @@ EDGES = {
 
 # Single names a core module may use, each with its reason (the rest of the module stays checked).
 ALLOWED = {
-    ("render/script.py", "jinja2.FileSystemLoader"): "loads the templates from the directory its caller names, lazily",
     ("emit/job_submit.py", "jinja2.FileSystemLoader"): "loads job_submit/'s template and engine, as the renderer does",
 }
 

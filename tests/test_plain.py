@@ -122,6 +122,28 @@ def test_record_works_with_the_dataclasses_functions_and_copies() -> None:
     assert Point.__match_args__ == RefPoint.__match_args__
 
 
+@dataclass(frozen=True)
+class RefNoted:
+    name: str
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+
+@record
+class Noted(Record):
+    """A field left out of == and the hash, as topology.model.Topology's notes."""
+
+    name: str
+    notes: tuple[str, ...] = field(default=(), compare=False)
+
+
+def test_record_leaves_compare_false_fields_out_of_eq_and_hash() -> None:
+    for cls in (RefNoted, Noted):
+        a, b = cls("n", ("parsed from a paste",)), cls("n")  # type: ignore[operator]
+        assert a == b and hash(a) == hash(b) and a != cls("m")  # type: ignore[operator]
+    assert hash(Noted("n", ("x",))) == hash(RefNoted("n"))
+    assert repr(Noted("n", ("x",))) == "Noted(name='n', notes=('x',))"
+
+
 def test_record_runs_post_init() -> None:
     assert WithPost(3).b == (3,)
     assert WithPost(3, (1, 2)).b == (1, 2)

@@ -12,11 +12,12 @@ with sysfs; without a driver or library it falls back to sysfs alone and says so
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from slurm_gpu.adapters.sysfs import SysfsNode, normalise_bus_id, read_sysfs
 from slurm_gpu.errors import TopologyError
+from slurm_gpu.plain import Record, record
 from slurm_gpu.topology.model import Gpu, Link, Nic, Topology, build_topology
 
 # nvmlGpuTopologyLevel_t -> `nvidia-smi topo -m` spelling (INTERNAL = same board: closest PCIe)
@@ -24,8 +25,8 @@ TOPOLOGY_LEVELS: dict[int, str] = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40
 CPU_SET_WORDS = 512  # 64-bit words: 32768 cpus, Slurm's MAX_CPUS
 
 
-@dataclass(frozen=True)
-class NvmlGpu:
+@record
+class NvmlGpu(Record):
     index: int
     minor: int | None
     pci_bus_id: str
@@ -37,8 +38,8 @@ class NvmlGpu:
     nvlink_remotes: tuple[str, ...]  # remote PCI bus id of each active lane
 
 
-@dataclass(frozen=True)
-class NvmlInventory:
+@record
+class NvmlInventory(Record):
     """GPUs as NVML reports them, in NVML index order, plus the pairwise PCIe relation."""
 
     gpus: tuple[NvmlGpu, ...]

@@ -9,19 +9,19 @@ numa_node,local_cpulist}`` and ``/proc/meminfo``. ``root`` lets tests point at a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from slurm_gpu.cpulist import parse_cpulist
 from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import TopologyError
+from slurm_gpu.plain import Record, record
 from slurm_gpu.topology.model import NumaNode, Thread
 
 NVIDIA_VENDOR = "0x10de"
 
 
-@dataclass(frozen=True)
-class PciDevice:
+@record
+class PciDevice(Record):
     bus_id: str  # 0000:34:00.0 (lower case, 4-digit domain)
     vendor: str
     pci_class: str  # 0x030200
@@ -30,8 +30,8 @@ class PciDevice:
     net_names: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class SysfsNode:
+@record
+class SysfsNode(Record):
     threads: tuple[Thread, ...]
     numa_nodes: tuple[NumaNode, ...]
     pci: tuple[PciDevice, ...]

@@ -4,13 +4,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from slurm_gpu.plain import Record, record
 
 DEFAULT_MAX_ARRAY_SIZE = 1001  # Slurm's default MaxArraySize (slurm.conf(5))
 
 
-@dataclass(frozen=True)
-class ArrayChunk:
+@record
+class ArrayChunk(Record):
     """Items ``start .. start+count-1`` of the input, as one array ``0-(count-1)[%throttle]``."""
 
     start: int

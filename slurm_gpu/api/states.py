@@ -5,9 +5,8 @@ out-of-memory are Slurm states of their own (``OUTCOMES``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from slurm_gpu.digits import is_digits
+from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.records import ACTIVE_STATES
 
 # Slurm's final state -> the outcome the API reports (job.outcome); one table.
@@ -25,8 +24,8 @@ SQUEUE_FIELDS = ("JobArrayID", "State", "Reason", "RestartCnt", "exit_code", "Pr
 SACCT_FIELDS = ("JobID", "State", "ExitCode", "Reason")
 
 
-@dataclass(frozen=True)
-class JobStatus:
+@record
+class JobStatus(Record):
     """One job (or array task) as Slurm reports it; ``job_id`` ``123`` or ``123_4``."""
 
     job_id: str

@@ -5,14 +5,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Generic, TypeVar
+
+from slurm_gpu.plain import Record, record
 
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class Resubmission(Generic[R]):
+@record
+class Resubmission(Record, Generic[R]):
     """``fn(*args, **kwargs)`` to run when the job is requeued."""
 
     fn: Callable[..., R]

@@ -8,7 +8,7 @@ use, so importing the pure parts costs nothing). The pure parts: :mod:`.contract
 names and rank identity), :mod:`.markers` (marker validation, complete steps, pruning),
 :mod:`.advise` (Young's and Daly's intervals) and :mod:`.mtti` (a partition's MTTI from sacct's text).
 The shell protocol: ``gpusub-ckpt mark PATH [--step N]``. The batch script's side is
-templates/_hook_checkpoint.sh.j2 (``gpusub --checkpoint``); the controller's is slurm-gpu-epilog-ctld.
+slurm_gpu/render/shell.py's CHECKPOINT (``gpusub --checkpoint``); the controller's is slurm-gpu-epilog-ctld.
 
 May import: the ground floor (GROUND in tests/test_layers.py) (its edge, ``job``, also the adapters).
 """

@@ -35,10 +35,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from slurm_gpu.lab import clients
+from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.records import parse_parsable
 
 SUBMITTERS = 4
@@ -47,8 +48,8 @@ COMMANDS = ("true", "hostname")
 GOOD_END = "COMPLETED"
 
 
-@dataclass(frozen=True)
-class Shape:
+@record
+class Shape(Record):
     """One kind of request: its share of the burst, the tools that submit it, its variants."""
 
     kind: str
@@ -82,8 +83,8 @@ SHAPES: tuple[Shape, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class BurstJob:
+@record
+class BurstJob(Record):
     index: int
     tool: str  # "gpusub" | "sbatch"
     kind: str
@@ -97,8 +98,8 @@ class BurstJob:
         return f"#{self.index} {self.tool} {' '.join(self.options) or '(no options)'}"
 
 
-@dataclass(frozen=True)
-class Prediction:
+@record
+class Prediction(Record):
     accepted: bool
     partition: str | None
     qos: str | None
@@ -106,8 +107,8 @@ class Prediction:
     gres: str | None  # the GPUs it asks for (``gpu:h100:2``); None for a CPU-only job
 
 
-@dataclass(frozen=True)
-class Submission:
+@record
+class Submission(Record):
     index: int
     rc: int
     job_id: int | None
@@ -115,8 +116,10 @@ class Submission:
     seconds: float
 
 
-@dataclass(frozen=True)
-class Record:
+@record
+class JobSeen(Record):
+    """One job as the queue or accounting saw it."""
+
     job_id: int
     partition: str
     qos: str
@@ -124,8 +127,8 @@ class Record:
     exit_code: str = ""  # sacct's ExitCode (``0:12``: killed by signal 12)
 
 
-@dataclass(frozen=True)
-class Burst:
+@record
+class Burst(Record):
     """What the submitters did: per job, and the burst's wall time (first start to last end)."""
 
     submissions: tuple[Submission, ...]
@@ -152,14 +155,14 @@ PROBLEMS = {
 }
 
 
-@dataclass(frozen=True)
-class Problem:
+@record
+class Problem(Record):
     kind: str  # a key of PROBLEMS
     text: str
 
 
-@dataclass(frozen=True)
-class Tally:
+@record
+class Tally(Record):
     submitted: int  # got a job id
     refused: int  # refused as predicted, with the policy's message
     completed: int
@@ -268,7 +271,7 @@ def submit(jobs: tuple[BurstJob, ...], slurm_conf: str, *, user: str, gpusub: st
     return Burst(tuple(sorted(subs, key=lambda s: s.index)), wall)
 
 
-def _queue(slurm_conf: str, user: str) -> dict[int, tuple[Record, str]]:
+def _queue(slurm_conf: str, user: str) -> dict[int, tuple[JobSeen, str]]:
     """slurmctld's records of ``user``'s jobs, finished ones included (held MinJobAge): id -> (record, reason).
     The fields read are Slurm's own, no user text."""
     r = clients.run(["squeue", "-h", "-t", "all", "-u", user, "-o", "%i|%P|%q|%T|%r"], slurm_conf, timeout_s=60,
@@ -277,12 +280,12 @@ def _queue(slurm_conf: str, user: str) -> dict[int, tuple[Record, str]]:
     for line in r.stdout.splitlines():
         parts = line.strip().split("|")
         if len(parts) == 5 and parts[0].isascii() and parts[0].isdigit():
-            out[int(parts[0])] = (Record(int(parts[0]), parts[1], parts[2], parts[3]), parts[4])
+            out[int(parts[0])] = (JobSeen(int(parts[0]), parts[1], parts[2], parts[3]), parts[4])
     return out
 
 
 def wait_final(slurm_conf: str, user: str, ids: Iterable[int], *, timeout_s: float = 600, stall_s: float = 30,
-               say: Callable[[str], None] = lambda _m: None) -> dict[int, Record]:
+               say: Callable[[str], None] = lambda _m: None) -> dict[int, JobSeen]:
     """Poll squeue until every one of ``ids`` is in a final state. Stops early when nothing of them runs
     and no state has changed for ``stall_s`` (jobs that can never start: held by a limit the plugin would
     have refused), or after ``timeout_s``. Returns the last record of each id squeue knows."""
@@ -290,7 +293,7 @@ def wait_final(slurm_conf: str, user: str, ids: Iterable[int], *, timeout_s: flo
     deadline = time.monotonic() + timeout_s
     last_change = time.monotonic()
     before: dict[int, str] = {}
-    seen: dict[int, Record] = {}
+    seen: dict[int, JobSeen] = {}
     while True:
         queue = _queue(slurm_conf, user)
         seen.update({i: rec for i, (rec, _) in queue.items() if i in want})
@@ -308,18 +311,18 @@ def wait_final(slurm_conf: str, user: str, ids: Iterable[int], *, timeout_s: flo
         time.sleep(1.0)
 
 
-def _settled(rec: Record | None) -> bool:
+def _settled(rec: JobSeen | None) -> bool:
     return (rec is not None and rec.state in clients.FINAL_STATES and bool(rec.partition)
             and rec.qos not in ("", "Unknown"))
 
 
-def accounting(slurm_conf: str, ids: Iterable[int], *, timeout_s: float = 60) -> dict[int, Record]:
+def accounting(slurm_conf: str, ids: Iterable[int], *, timeout_s: float = 60) -> dict[int, JobSeen]:
     """slurmdbd's records (``sacct -X``: the job's last run) of ``ids``, polled until each is settled or
     ``timeout_s`` passed: slurmdbd takes the records a moment after slurmctld, and for that moment a
     finished job can show no partition and QOS ``Unknown``."""
     want = sorted(set(ids))
     deadline = time.monotonic() + timeout_s
-    found: dict[int, Record] = {}
+    found: dict[int, JobSeen] = {}
     while True:
         for k in range(0, len(want), 500):
             chunk = [i for i in want[k:k + 500] if not _settled(found.get(i))]
@@ -331,7 +334,7 @@ def accounting(slurm_conf: str, ids: Iterable[int], *, timeout_s: float = 60) ->
                 parts = line.strip().split("|")
                 if len(parts) == 5 and parts[0].isascii() and parts[0].isdigit():
                     state = parts[3].split()[0] if parts[3].split() else ""  # "CANCELLED by 0"
-                    found[int(parts[0])] = Record(int(parts[0]), parts[1], parts[2], state, parts[4])
+                    found[int(parts[0])] = JobSeen(int(parts[0]), parts[1], parts[2], state, parts[4])
         if all(_settled(found.get(i)) for i in want) or time.monotonic() > deadline:
             return found
         time.sleep(1.0)
@@ -390,7 +393,7 @@ def _same_text(a: str, b: str) -> bool:
 
 
 def tally(jobs: tuple[BurstJob, ...], predicted: Mapping[int, Prediction], burst: Burst,
-          queue: Mapping[int, Record], acct: Mapping[int, Record],
+          queue: Mapping[int, JobSeen], acct: Mapping[int, JobSeen],
           hooked: Mapping[str, set[int]] | None = None, preempted: frozenset[int] | set[int] = frozenset()) -> Tally:
     """Every job against its prediction: refused ones with the policy's message and no id; accepted ones
     with an id, COMPLETED, in the predicted partition and QOS in slurmctld's and slurmdbd's records, and
@@ -459,8 +462,8 @@ def tally(jobs: tuple[BurstJob, ...], predicted: Mapping[int, Prediction], burst
     return Tally(submitted, refused, completed, tuple(mismatched), tuple(problems), tuple(stuck), places)
 
 
-@dataclass(frozen=True)
-class BurstResult:
+@record
+class BurstResult(Record):
     jobs: tuple[BurstJob, ...]
     predicted: Mapping[int, Prediction]
     burst: Burst
@@ -500,7 +503,7 @@ def run_burst(lab_dir: str, slurm_conf: str, policy_path: str, user: str, gpusub
     spool = tempfile.mkdtemp(prefix="burst-", dir=lab_dir)
     os.chmod(spool, 0o755)
     ids: list[int] = []
-    queue: dict[int, Record] = {}
+    queue: dict[int, JobSeen] = {}
     try:
         say(f"submitting {len(jobs)} jobs from {submitters} submitters")
         burst = submit(jobs, slurm_conf, user=user, gpusub=gpusub, policy_path=policy_path, workdir=workdir,
@@ -524,6 +527,6 @@ def run_burst(lab_dir: str, slurm_conf: str, policy_path: str, user: str, gpusub
                 clients.run(["scancel", *map(str, left[k:k + 500])], slurm_conf, timeout_s=60)
 
 
-__all__ = ["SHAPES", "PROBLEMS", "Problem", "Shape", "BurstJob", "Prediction", "Submission", "Record", "Burst",
+__all__ = ["SHAPES", "PROBLEMS", "Problem", "Shape", "BurstJob", "Prediction", "Submission", "JobSeen", "Burst",
            "Tally", "BurstResult", "job_mix", "predict", "submit", "wait_final", "accounting", "node_problems",
            "hooked_jobs", "preempted", "tally", "combine", "run_burst", "SUBMITTERS"]

@@ -9,13 +9,14 @@ Version differences live in :data:`VERSION_TABLE` (one row per behaviour, tested
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from slurm_gpu.emit.gres_conf import gres_names
 from slurm_gpu.emit.sacctmgr import qos_add_commands, qos_limit_commands
 from slurm_gpu.emit.slurm_conf import partition_line
 from slurm_gpu.hostlist import compress_hostlist, expand_hostlist
 from slurm_gpu.lab.spec import LabHooks, LabSpec
+from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.release import PREEMPT_SIGNAL_LINE
 from slurm_gpu.slurm.release import SUPPORTED as SUPPORTED_RELEASES
 from slurm_gpu.slurm.scheduler_params import lab_scheduler_line
@@ -53,8 +54,8 @@ def version_value(key: str, version: tuple[int, ...]) -> str:
     return chosen
 
 
-@dataclass(frozen=True)
-class LabPaths:
+@record
+class LabPaths(Record):
     """Where the lab keeps everything; all under one directory, never /etc/slurm."""
 
     lab_dir: str
@@ -103,8 +104,8 @@ class LabPaths:
         return self._j("env.sh")
 
 
-@dataclass(frozen=True)
-class LabRuntime:
+@record
+class LabRuntime(Record):
     """Facts about this machine and run that the config depends on."""
 
     version: tuple[int, int, int]

@@ -18,13 +18,14 @@ from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.lab import clients, procs
 from slurm_gpu.lab.config import LabPaths, LabRuntime, db_bootstrap_sql
 from slurm_gpu.lab.nvmlnode import NodeNvml
+from slurm_gpu.plain import Record, record
 
 MIG_CAPS_DIR = "/dev/nvidia-caps"
 MIG_CAPS_MAJOR = 511  # made up (the driver's nvidia-caps major is dynamic); slurmd only stat()s the files
 
 
-@dataclass(frozen=True)
-class DaemonStatus:
+@record
+class DaemonStatus(Record):
     """One lab daemon as found: started (has a pidfile), alive, and its log's last error line."""
 
     name: str  # "slurmdbd", "slurmd.h100n1", ...

@@ -25,10 +25,10 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from slurm_gpu.cpulist import format_cpulist
+from slurm_gpu.plain import Record, record
 from slurm_gpu.topology.model import Topology
 
 # NVML_COMPUTE_INSTANCE_PROFILE_{1,2,3,4,7}_SLICE: the compute-instance profile index of a full-GI CI
@@ -184,8 +184,8 @@ def slurmd_env(state: str, lib_dir: str, synthetic: str, base: Mapping[str, str]
     return env
 
 
-@dataclass(frozen=True)
-class DetectedGres:
+@record
+class DetectedGres(Record):
     """One GRES record as slurmd prints it (``Gres Name=gpu Type=... Count=... Index=... File=...``)."""
 
     name: str
@@ -280,8 +280,8 @@ def run_slurmd_g(conf: str, node: str, state: str, lib_dir: str, synthetic: str,
                           capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
-@dataclass(frozen=True)
-class NodeNvml:
+@record
+class NodeNvml(Record):
     """What one emulated node's slurmd needs to detect its GPUs over the stand-in: the state file it serves,
     the stand-in's build directory, ``HWLOC_SYNTHETIC`` and the node's mig-minors copy."""
 

@@ -5,7 +5,7 @@
   lab dir with their relative layout, so ``lab env``'s ``GPUSUB_POLICY`` does not dangle once the
   checkout it came from is gone (or is unreadable: a clone in ``/root``, mode 700).
 - :func:`lab_gpusub`: a ``gpusub`` the lab user can run. The checkout's own when the lab user can
-  run it; otherwise a world-readable copy of the package, its templates and the virtualenv's
+  run it; otherwise a world-readable copy of the package and the virtualenv's
   site-packages under ``$LAB_DIR/runtime/<checkout id>/``, started by the same interpreter.
 """
 
@@ -98,7 +98,7 @@ def _sync_tree(src: Path, dst: Path) -> None:
 
 
 def install_runtime(lab_dir: str, repo: Path) -> Path:
-    """Copy this checkout's package + templates, and (when changed) the virtualenv's site-packages, into
+    """Copy this checkout's package, and (when changed) the virtualenv's site-packages, into
     ``$LAB_DIR/runtime/<id>``; write ``bin/<entry point>`` wrappers. Returns the bin directory."""
     python = os.path.realpath(sys.executable)
     dest = Path(lab_dir, "runtime", hashlib.sha1(str(repo).encode()).hexdigest()[:12])
@@ -111,8 +111,6 @@ def install_runtime(lab_dir: str, repo: Path) -> Path:
         stamp.write_text(key)
     (dest / "src").mkdir(exist_ok=True)
     _sync_tree(repo / "slurm_gpu", dest / "src" / "slurm_gpu")
-    if (repo / "templates").is_dir():
-        _sync_tree(repo / "templates", dest / "src" / "templates")
     bindir = dest / "bin"
     bindir.mkdir(exist_ok=True)
     for name, module in ENTRY_POINTS.items():

@@ -8,10 +8,11 @@ partitions and QOS are the policy's own objects.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from slurm_gpu.lab.nvmlnode import detected_type_name
+from slurm_gpu.plain import Record, record
 from slurm_gpu.policy.model import Partition, Qos
 from slurm_gpu.sharing.mig import detected_profile
 
@@ -20,8 +21,8 @@ DEFAULT_ACCOUNT = "lab"
 DEFAULT_CLUSTER = "lab"
 
 
-@dataclass(frozen=True)
-class LabNode:
+@record
+class LabNode(Record):
     """One emulated node. ``conf_line`` is its slurm.conf NodeName line without address or port."""
 
     name: str
@@ -43,8 +44,8 @@ class LabNode:
 LabQos = Qos
 
 
-@dataclass(frozen=True)
-class LabHooks:
+@record
+class LabHooks(Record):
     """Optional paths to wire into slurm.conf. ``None`` leaves the key unset (no placeholders).
 
     ``job_submit_policy``: compile the lab's own policy copy into ``job_submit.lua``
@@ -69,8 +70,8 @@ class LabHooks:
         return self.job_submit_lua or ("policy" if self.job_submit_policy else None)
 
 
-@dataclass(frozen=True)
-class LabSpec:
+@record
+class LabSpec(Record):
     nodes: tuple[LabNode, ...]
     gres_lines: tuple[str, ...]  # gres.conf lines after AutoDetect=off
     partitions: tuple[Partition, ...]  # the policy's, unchanged

@@ -19,11 +19,11 @@ The rules (docs/pinning.md):
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from slurm_gpu.cpulist import format_cpulist, parse_cpulist
 from slurm_gpu.digits import is_digits
+from slurm_gpu.plain import Record, record
 
 if TYPE_CHECKING:  # the type only: topology stays out of slurm-gpu-pin's import path
     from slurm_gpu.topology.model import Topology
@@ -44,8 +44,8 @@ class PinError(ValueError):
     """The inputs cannot be planned; the message is one line for the user."""
 
 
-@dataclass(frozen=True)
-class WorkerPin:
+@record
+class WorkerPin(Record):
     local_rank: int
     gpu: str | None  # this worker's CUDA_VISIBLE_DEVICES entry (the device it should use: cuda:LOCAL_RANK % n)
     gpu_id: int | None  # its global id (gres.conf index, SLURM_STEP_GPUS), None when unknown
@@ -60,15 +60,15 @@ class WorkerPin:
                 "cuda_visible_devices": self.cuda_visible_devices, "warnings": list(self.warnings)}
 
 
-@dataclass(frozen=True)
-class NodePins:
+@record
+class NodePins(Record):
     workers: tuple[WorkerPin, ...]
     cuda_visible_devices: str
     warnings: tuple[str, ...] = ()  # about the node as a whole (e.g. fewer CPUs than workers)
 
 
-@dataclass(frozen=True)
-class Locality:
+@record
+class Locality(Record):
     """What the planner needs from a topology (OS cpu ids throughout)."""
 
     gpu_cpus: Mapping[int, Collection[int]]  # GPU index -> cpus local to it

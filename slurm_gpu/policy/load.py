@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from slurm_gpu.errors import PolicyError
+from slurm_gpu.plain import Record, record
 from slurm_gpu.policy.model import Policy
 
 
-@dataclass(frozen=True)
-class CheckResult:
+@record
+class CheckResult(Record):
     policy: Policy | None
     errors: tuple[str, ...]
     warnings: tuple[str, ...]

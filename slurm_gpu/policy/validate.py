@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from slurm_gpu.plain import Record, record
 from slurm_gpu.policy import fields as F
 from slurm_gpu.policy import kinds as K
 from slurm_gpu.policy.model import Policy
@@ -29,8 +30,8 @@ REQ = object()  # marks a required field
 Spec = tuple[tuple[str, str, Any, Any], ...]
 
 
-@dataclass(frozen=True)
-class SubList:
+@record
+class SubList(Record):
     """A list of mappings inside a nested mapping (kinds.Section there): each entry converted by ``spec``
     and kept as its :class:`Entry`, so that cross checks name each entry's file, line and field."""
 

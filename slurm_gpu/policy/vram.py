@@ -13,8 +13,7 @@ inference or frozen weights). fp32 training: Adam = 8, SGD = 4.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from slurm_gpu.plain import Record, record
 from slurm_gpu.policy.model import Policy
 from slurm_gpu.units import parse_param_count
 
@@ -26,8 +25,8 @@ PRECISIONS = ("bf16", "fp16", "fp32")
 OPTIMIZERS = ("adam", "sgd", "none")
 _WEIGHT_B = {"bf16": 2, "fp16": 2, "fp32": 4}
 _OPT_B = {("mixed", "adam"): 12, ("mixed", "sgd"): 8, ("fp32", "adam"): 8, ("fp32", "sgd"): 4}
-@dataclass(frozen=True)
-class VramEstimate:
+@record
+class VramEstimate(Record):
     params: float
     precision: str
     optimizer: str
@@ -55,8 +54,8 @@ def estimate_vram(params: float, precision: str | None = None, optimizer: str | 
     return VramEstimate(params, precision, optimizer, b, params * b / 1e9)
 
 
-@dataclass(frozen=True)
-class VramFit:
+@record
+class VramFit(Record):
     gpu_type: str
     gpus: int
     per_gpu_gb: float

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The rendered script's side of the checkpoint protocol (docs/checkpointing.md), pure: whether a job
 runs under the protocol, with which signal, lead, grace and limits, and the sbatch options that go
-with it. templates/_hook_checkpoint.sh.j2 and _launch.sh.j2 turn these settings into bash.
+with it. render/shell.py (CHECKPOINT and the launch) turns these settings into bash.
 
 This is the one place that decides the job's ``--signal``: with the protocol on it is
 ``B:<ckpt_signal>@<lead>`` (the lead time is the user's own ``--signal``'s when they gave one, else
@@ -24,6 +24,7 @@ from slurm_gpu.checkpoint.contract import (
 )
 from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
+from slurm_gpu.render.shell import Checkpoint
 from slurm_gpu.slurm.sbatch.table import GpusubOptions
 
 if TYPE_CHECKING:  # the types only
@@ -127,15 +128,14 @@ def warnings_for(settings: CheckpointSettings, lead_s: int,
     return out
 
 
-def context(settings: CheckpointSettings | None, lead_s: int) -> dict[str, str | int] | None:
-    """The templates' ``ckpt`` value (None: the protocol is off and the script is as without it);
+def context(settings: CheckpointSettings | None, lead_s: int) -> Checkpoint | None:
+    """The script's checkpoint values (None: the protocol is off and the script is as without it);
     ``lead_s``: the lead time the job's ``--signal`` carries."""
     if settings is None:
         return None
-    return {"signal": settings.signal, "grace": settings.grace_s, "lead": lead_s,
-            "max_requeues": settings.max_requeues, "keep": settings.keep, "python": settings.python,
-            "library": settings.library,
-            "why": settings.why}
+    return Checkpoint(signal=settings.signal, grace=settings.grace_s, lead=lead_s,
+                      max_requeues=settings.max_requeues, keep=settings.keep, python=settings.python,
+                      library=settings.library, why=settings.why)
 
 
 __all__ = ["CheckpointSettings", "settings_for", "protocol_options", "user_lead", "warnings_for", "context"]

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Render gpusub's batch script from ``templates/`` (pure: data in, text out; jinja2 loaded lazily).
+"""Render gpusub's batch script (pure: data in, text out; the shell itself is written by render.shell).
 
 The rendered script carries the effective sbatch options as sorted ``#SBATCH`` lines, a header comment,
 the plan's environment, the checkpoint hook point and the user's original script (the *payload*) inside a
@@ -12,10 +12,8 @@ one line (a newline) goes to ``sbatch_argv`` instead of a directive.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -26,17 +24,14 @@ from slurm_gpu.plain import NamedTuple
 from slurm_gpu.render.checkpoint import CheckpointSettings, protocol_options, user_lead
 from slurm_gpu.render.checkpoint import context as ckpt_context
 from slurm_gpu.render.job_env import EnvStep, TresPerTask, restore_steps, sbatch_inputs
+from slurm_gpu.render.shell import ScriptParts, batch_script, comment_text
 from slurm_gpu.slurm.sbatch.table import BY_NAME, MEMORY_GROUP, SAME_FIELD
 
-if TYPE_CHECKING:  # the types only (jinja2 is imported when a script is rendered)
-    import jinja2
-
+if TYPE_CHECKING:
     from slurm_gpu.placement.plan import BindingPlan
     from slurm_gpu.request import Decision
     from slurm_gpu.slurm.release import SlurmSpelling
     from slurm_gpu.slurm.sbatch.parse import Submission
-
-TEMPLATE_NAME = "batch.sh.j2"
 
 # sbatch options that steer the sbatch client, not the job: always on the command line.
 # (--wrap is dropped: gpusub writes the wrapped command as the payload script, as sbatch would.)
@@ -92,11 +87,6 @@ def directive_quote(value: str) -> str:
     if value and _SAFE.match(value):
         return value
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def comment_text(value: object) -> str:
-    """Make text safe for a bash comment: one line, printable characters only."""
-    return "".join(ch if ch.isprintable() else "?" for ch in str(value))
 
 
 def _split_option(text: str) -> tuple[str, str | None]:
@@ -253,45 +243,6 @@ def _task_shim(plan: BindingPlan | None, sub: Submission) -> str:
     return ""
 
 
-# The source tree's templates/, the default for callers that name none. An installed gpusub finds its
-# own with slurm_gpu.submit.templates.default_template_dir() (that probes the disk; this module must not).
-SOURCE_TEMPLATE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "templates")
-
-
-@functools.lru_cache(maxsize=4)
-def _environment(template_dir: str, bytecode_cache: jinja2.BytecodeCache | None = None) -> jinja2.Environment:
-    """One jinja2 Environment per template directory (templates are compiled once per process, and not
-    at all when ``bytecode_cache``, a ``jinja2.BytecodeCache`` the caller owns, has them)."""
-    import jinja2  # lazily: only a rendered script needs it (--explain does not)
-
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(template_dir),
-        bytecode_cache=bytecode_cache,
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    environment.filters["shquote"] = shquote
-    return environment
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # control characters but tab and newline
-
-
-def shquote(value: object) -> str:
-    """Quote for bash. Text with control characters (other than tab and newline) is written ``$'...'``
-    with escapes, so that the rendered script never holds a raw ``\r`` (before a newline sbatch refuses it
-    as a "DOS line break") or another control byte; everything else is ``shlex.quote``'s single quotes."""
-    text = str(value)
-    if not _CONTROL.search(text):
-        return shlex.quote(text)
-    body = text.replace("\\", "\\\\").replace("'", "\\'")
-    body = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", body)
-    return f"$'{body}'"
-
-
 def _check_value(name: str, value: str | None) -> None:
     if value is not None and "\0" in value:
         raise RenderError(f"--{name}: a value cannot contain a NUL byte")
@@ -377,20 +328,16 @@ def render_script(
     spelling: SlurmSpelling,
     payload: Payload,
     *,
-    template_dir: str | None = None,
     component_decisions: Sequence[Decision] = (),
-    bytecode_cache: jinja2.BytecodeCache | None = None,
     checkpoint: CheckpointSettings | None = None,
     submit_env: Mapping[str, str] | None = None,
 ) -> RenderedScript:
     """Render the batch script for one submission (see the module docstring).
 
     ``decision``: the policy's (None: no policy, the options as given); ``plan``: the binding plan
-    (None: no binding, plain batch launch); ``payload``: the user's script; ``template_dir``: the
-    templates' directory (default: the source tree's); ``component_decisions``: one Decision per
-    heterogeneous-job component (default: ``decision`` for each); ``bytecode_cache``: a
-    ``jinja2.BytecodeCache`` holding the compiled templates (gpusub's: slurm_gpu.submit.template_cache);
-    ``checkpoint``: the protocol's settings when it is on (None: the script is exactly as without it);
+    (None: no binding, plain batch launch); ``payload``: the user's script; ``component_decisions``: one
+    Decision per heterogeneous-job component (default: ``decision`` for each); ``checkpoint``: the
+    protocol's settings when it is on (None: the script is exactly as without it);
     ``submit_env``: the submitter's environment, whose ``SBATCH_*`` variables (gpusub runs sbatch without
     them) the job gets back as sbatch's job would see them (slurm_gpu/render/job_env.py).
     Raises RenderError.
@@ -449,39 +396,38 @@ def render_script(
             raise RenderError(f"environment name {step.name!r}: accepted: letters, digits and _ (not first)")
         _check_value(step.name, step.value)
     text = payload.text
-    context = {
-        "gpusub_version": __version__,
-        "slurm_version": comment_text(spelling.label),
+    ckpt = ckpt_context(checkpoint, user_lead(options) or checkpoint.lead_s) if checkpoint is not None else None
+    parts = ScriptParts(
+        gpusub_version=__version__,
+        slurm_version=comment_text(spelling.label),
         # a hetjob: each component's value, joined with "+" as Slurm names the components (J+0, J+1)
-        "decision": {field: "+".join(comment_text(getattr(d, field, None) or "-") for d in
-                                     (decisions if components > 1 else (decision,)))
-                     for field in ("job_class", "partition", "qos", "gres")},
-        "isolation": comment_text(_isolation(plan, sub) or "-"),
-        "directives": directives,
-        "env": env,
-        "srun_exports": srun_exports,
-        "srun_unexported": [comment_text(t) for t in srun_unexported],
-        "restore": restore,
-        "tres_per_task": tres_per_task,
-        "launch": launch,
-        "srun_options": list(srun_options),
-        "shim": launch == "per-gpu" and bool(shim),
-        "shim_text": shim,
-        "payload_name": payload.name,
-        "payload_base64": _base64(text) if text.endswith("\r") else "",
-        "payload_text": text if text.endswith("\n") else text + "\n",
-        "strip_last_newline": bool(text) and not text.endswith("\n"),
-        "delimiter": _delimiter(text),
+        decision={field: "+".join(comment_text(getattr(d, field, None) or "-") for d in
+                                  (decisions if components > 1 else (decision,)))
+                  for field in ("job_class", "partition", "qos", "gres")},
+        isolation=comment_text(_isolation(plan, sub) or "-"),
+        directives=directives,
+        env=env,
+        srun_exports=srun_exports,
+        srun_unexported=[comment_text(t) for t in srun_unexported],
+        restore=restore,
+        tres_per_task=tres_per_task,
+        launch=launch,
+        srun_options=list(srun_options),
+        shim_text=shim if launch == "per-gpu" else "",
+        payload_name=payload.name,
+        payload_base64=_base64(text) if text.endswith("\r") else "",
+        payload_text=text if text.endswith("\n") else text + "\n",
+        strip_last_newline=bool(text) and not text.endswith("\n"),
+        delimiter=_delimiter(text),
         # with the checkpoint protocol, the job's one --signal is the protocol's own
-        "forward_signals": [] if checkpoint is not None else forwarded_signals(options),
-        "ckpt": ckpt_context(checkpoint, user_lead(options) or checkpoint.lead_s) if checkpoint is not None else None,
-        "args": list(sub.script_args),
-    }
-    environment = _environment(template_dir or SOURCE_TEMPLATE_DIR, bytecode_cache)
-    rendered = environment.get_template(TEMPLATE_NAME).render(**context)
+        forward_signals=[] if checkpoint is not None else forwarded_signals(options),
+        ckpt=ckpt,
+        args=list(sub.script_args),
+    )
+    rendered = batch_script(parts)
     return RenderedScript(text=rendered, sbatch_argv=tuple(argv))
 
 
 __all__ = ["RenderedScript", "RenderError", "render_script", "Payload", "payload_of", "forwarded_signals",
-           "effective_options", "directive_quote", "comment_text", "SOURCE_TEMPLATE_DIR", "SRUN_INPUT_ENV",
+           "effective_options", "directive_quote", "comment_text", "SRUN_INPUT_ENV",
            "CLIENT_OPTIONS"]

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from slurm_gpu.plain import Record, record
 from slurm_gpu.sharing.token import MigSpec
 from slurm_gpu.units import UnitError, parse_mig_profile
 
@@ -38,8 +39,8 @@ class MigError(ValueError):
     """A layout that cannot be served (one line): unknown profile, no capacity, wrong node mode."""
 
 
-@dataclass(frozen=True)
-class Profile:
+@record
+class Profile(Record):
     """A GPU-instance profile of one GPU, as NVML reports it (placements in memory slices)."""
 
     name: str  # "3g.40gb"
@@ -52,15 +53,15 @@ class Profile:
 Geometry = Mapping[str, Profile]  # a GPU's profiles by name
 
 
-@dataclass(frozen=True)
-class GpuInstance:
+@record
+class GpuInstance(Record):
     profile: str
     start: int  # placement start (memory slice): unique on its GPU
     cis: tuple[int, ...] = ()  # compute instances, by their compute slices
 
 
-@dataclass(frozen=True)
-class MigState:
+@record
+class MigState(Record):
     """A GPU's current MIG state (``enabled`` = current mode, not pending)."""
 
     enabled: bool = False
@@ -70,8 +71,8 @@ class MigState:
         return MigState(self.enabled, tuple(sorted(self.instances, key=lambda g: (g.start, g.profile))))
 
 
-@dataclass(frozen=True)
-class Layout:
+@record
+class Layout(Record):
     """Desired per-GPU layout: MIG on/off and {profile: count} (sorted pairs)."""
 
     enabled: bool
@@ -91,8 +92,8 @@ class Layout:
         return "MIG enabled: " + (", ".join(f"{p}:{n}" for p, n in self.devices) or "no instances")
 
 
-@dataclass(frozen=True)
-class Action:
+@record
+class Action(Record):
     """One step: ``destroy_ci``/``destroy_gi``/``set_mig_mode``/``create_gi``/``create_ci`` on ``gpu``.
     GPU instances are named by their placement ``start``; compute instances by their ``slices``."""
 

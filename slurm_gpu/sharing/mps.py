@@ -16,8 +16,9 @@ handed over with fchown on a descriptor opened with O_NOFOLLOW, so a planted sym
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from slurm_gpu.plain import Record, record
 
 if TYPE_CHECKING:
     from slurm_gpu.policy.model import Isolation
@@ -31,8 +32,8 @@ class MpsError(ValueError):
     """An MPS request that cannot be served (one line)."""
 
 
-@dataclass(frozen=True)
-class MpsPlan:
+@record
+class MpsPlan(Record):
     job_id: int
     pct: int
     job_dir: str

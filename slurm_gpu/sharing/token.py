@@ -19,10 +19,10 @@ whose message is one line; the prolog turns it into a failed job, never into a d
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from slurm_gpu.digits import is_digits
+from slurm_gpu.plain import Record, record
 from slurm_gpu.units import UnitError, parse_mig_profile
 
 PREFIX = "slurm-gpu:"
@@ -40,8 +40,8 @@ class RequestError(ValueError):
     """A bad slurm-gpu token in the job's comment (one line)."""
 
 
-@dataclass(frozen=True)
-class JobRequest:
+@record
+class JobRequest(Record):
     """What the job asked the node hooks for: a MIG layout (per allocated GPU) or an MPS share."""
 
     mig: MigSpec = ()
@@ -137,8 +137,8 @@ def with_token(comment: str | None, request: JobRequest | None) -> str:
 MAX_OUTCOME = 64 * 1024
 
 
-@dataclass(frozen=True)
-class Outcome:
+@record
+class Outcome(Record):
     """What a setup/teardown step did. ``ok`` False with ``fault`` "job": the job's own fault (bad
     profile, no capacity, GPU busy): the prolog exits 0 and the TaskProlog fails the job with
     ``message``. ``fault`` "node": the node's (NVML hung, daemon refuses to quit): the runner decides

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from typing import NamedTuple, TypeAlias
 
 from slurm_gpu import units
 from slurm_gpu.digits import is_digits
+from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.release import Version, as_version
 from slurm_gpu.slurm.sbatch import values as sv
 from slurm_gpu.slurm.sbatch.parse import Submission, parse_submission
@@ -124,8 +124,8 @@ class _Shape(NamedTuple):
     tasks_per_node: int | None  # --ntasks-per-node as given
 
 
-@dataclass(frozen=True)
-class _Line:
+@record
+class _Line(Record):
     """One component's command line as the field rules read it."""
 
     opts: Mapping[str, str | None]

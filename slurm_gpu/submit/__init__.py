@@ -3,8 +3,7 @@
 
 Owns: the submission flow (``gpusub``: prepare, render, submit, explain, dry-run, JSON), following a job
 to its end (``follow``), ``--mig``/``--mps`` as a submission (``gpu_share``, pure), the usage text
-(``usage``), the templates' lookup (``templates``) and Jinja2's bytecode cache of them per user
-(``template_cache``, in the one per-user cache of ``adapters.cache``).
+(``usage``).
 May import: the core (slurm, policy, placement, render, sharing, checkpoint, topology, emit) and
 ``adapters``. Never ``cli``, ``node``, ``cluster``, ``sim`` or ``lab``.
 """

@@ -496,21 +496,13 @@ def recorded_checkpoint_cost(workdir: str) -> tuple[float, str] | None:
 
 def render_prepared(prep: Prepared, env: Mapping[str, str] | None = None,
                     checkpoint: CheckpointSettings | None = None) -> RenderedScript:
-    """The rendered job; with ``env``, the compiled templates come from the user's cache
-    (slurm_gpu/adapters/cache.py); ``checkpoint``: the protocol's settings (checkpoint_settings) or None."""
+    """The rendered job; ``env``: the submitter's environment (its ``SBATCH_*`` inputs, render_script);
+    ``checkpoint``: the protocol's settings (checkpoint_settings) or None."""
     from slurm_gpu.render.script import payload_of, render_script
-    from slurm_gpu.submit.templates import default_template_dir
 
-    cache = None
-    if env is not None:
-        from slurm_gpu.adapters.cache import user_cache_dir
-        from slurm_gpu.submit.template_cache import bytecode_cache
-
-        cache = bytecode_cache(user_cache_dir(env))
     return render_script(prep.submission, prep.decision, prep.plan, prep.spelling,
-                         payload_of(prep.submission, prep.script_text), template_dir=default_template_dir(),
-                         component_decisions=prep.component_decisions, bytecode_cache=cache,
-                         checkpoint=checkpoint, submit_env=env)
+                         payload_of(prep.submission, prep.script_text),
+                         component_decisions=prep.component_decisions, checkpoint=checkpoint, submit_env=env)
 
 
 def write_rendered(text: str, env: Mapping[str, str]) -> str:

@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from slurm_gpu.cpulist import format_cpulist
+from slurm_gpu.plain import Record, record
 from slurm_gpu.topology.model import PCIE_RELATIONS, Topology, relation_rank
 
 if TYPE_CHECKING:
@@ -18,8 +19,8 @@ if TYPE_CHECKING:
 GROUP_LEVELS: tuple[str, ...] = ("NVLINK",) + PCIE_RELATIONS[:-1]
 
 
-@dataclass(frozen=True)
-class GpuBinding:
+@record
+class GpuBinding(Record):
     index: int
     cores: tuple[int, ...]  # Slurm abstract core ids
     cpus: tuple[int, ...]  # OS cpu ids (hardware threads)
@@ -31,14 +32,14 @@ class GpuBinding:
         return format_cpulist(self.cpus)
 
 
-@dataclass(frozen=True)
-class GpuGroup:
+@record
+class GpuGroup(Record):
     level: str  # "NVLINK", "PIX", "PXB", "PHB", "NODE", or "NUMA" (same NUMA node)
     gpus: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class BindingTable:
+@record
+class BindingTable(Record):
     gpus: tuple[GpuBinding, ...]
     groups: tuple[GpuGroup, ...]
     cores_per_socket: int

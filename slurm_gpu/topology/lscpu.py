@@ -10,16 +10,16 @@ result is checked against the NUMA lists and the assumption is recorded in a not
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from slurm_gpu.errors import TopologyError
+from slurm_gpu.plain import Record, record
 from slurm_gpu.topology.model import MAX_CPUS, NumaNode, Thread, checked_cpulist, clip
 
 _ID = re.compile(r"[0-9]{1,6}")  # lscpu counts and ids; more digits mean a corrupt file
 
 
-@dataclass(frozen=True)
-class CpuLayout:
+@record
+class CpuLayout(Record):
     threads: tuple[Thread, ...]
     numa_nodes: tuple[NumaNode, ...]
     notes: tuple[str, ...] = ()

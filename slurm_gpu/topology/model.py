@@ -17,11 +17,12 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, TypedDict
 
 from slurm_gpu.errors import TopologyError
+from slurm_gpu.plain import Record, record
 
 if TYPE_CHECKING:
     from slurm_gpu.jsontypes import JsonObject
@@ -105,8 +106,8 @@ def nvlink_count(kind: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-@dataclass(frozen=True)
-class Cpu:
+@record
+class Cpu(Record):
     """One hardware thread (a Linux "CPU")."""
 
     os_id: int
@@ -116,8 +117,8 @@ class Cpu:
     thread: int = 0  # index of this thread within its core
 
 
-@dataclass(frozen=True)
-class NumaNode:
+@record
+class NumaNode(Record):
     """A NUMA node. ``cpus`` may be empty (Grace/GH200 GPU-memory nodes)."""
 
     id: int
@@ -126,8 +127,8 @@ class NumaNode:
     memory_mb: int | None = None
 
 
-@dataclass(frozen=True)
-class Gpu:
+@record
+class Gpu(Record):
     """One GPU. ``cpus`` are the OS cpu ids local to it (None = unknown, e.g. ``N/A`` in a VM)."""
 
     index: int
@@ -146,8 +147,8 @@ class Gpu:
         return self.index if self.minor is None else self.minor
 
 
-@dataclass(frozen=True)
-class Nic:
+@record
+class Nic(Record):
     """A network adapter and where it sits."""
 
     index: int
@@ -156,8 +157,8 @@ class Nic:
     pci_bus_id: str | None = None
 
 
-@dataclass(frozen=True)
-class Link:
+@record
+class Link(Record):
     """The relation between two devices named ``GPU<i>`` / ``NIC<i>``: ``NV18``, ``PIX`` ... ``SYS``."""
 
     a: str
@@ -170,8 +171,8 @@ class Link:
         return nvlink_count(self.kind)
 
 
-@dataclass(frozen=True)
-class Topology:
+@record
+class Topology(Record):
     """One node type. Build it with ``build_topology`` (which numbers the cores) or a parser."""
 
     sockets: int
@@ -311,8 +312,8 @@ class _Index:
         self.socket_of_cores: dict[int, tuple[tuple[int, ...], int | None]] = {}
 
 
-@dataclass(frozen=True)
-class Thread:
+@record
+class Thread(Record):
     """Parser output for one hardware thread before Slurm numbering: ``core_key`` identifies the
     physical core (unique together with the socket); ``order`` is its hwloc logical position."""
 

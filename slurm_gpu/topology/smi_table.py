@@ -5,13 +5,14 @@ records)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from slurm_gpu.plain import Record, record
 from slurm_gpu.topology.model import Link
 
 
-@dataclass(frozen=True)
-class SmiGpu:
+@record
+class SmiGpu(Record):
     """One GPU row: its affinity columns as printed (None = N/A or column absent). ``numa_nodes``
     is the whole ``NUMA Affinity`` list (Grace nodes print several); ``numa_node`` its first id."""
 
@@ -30,8 +31,8 @@ class SmiGpu:
         return self.gpu_numa_ids[0] if self.gpu_numa_ids else None
 
 
-@dataclass(frozen=True)
-class SmiTable:
+@record
+class SmiTable(Record):
     devices: tuple[str, ...]  # canonical labels in column order: GPU<i>, NIC<k>
     gpus: tuple[SmiGpu, ...]
     links: tuple[Link, ...]

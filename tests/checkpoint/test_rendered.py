@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The rendered script's side of the checkpoint protocol (templates/_hook_checkpoint.sh.j2, _launch.sh.j2,
+"""The rendered script's side of the checkpoint protocol (slurm_gpu/render/shell.py: CHECKPOINT and the launch,
 slurm_gpu/render/checkpoint.py): when it is on, the sbatch options it sets, the script's structure and
 syntax, the same text from the user's cache of compiled templates, a golden file, and the wrapper run
 locally (no Slurm) with a payload that gets the stop signal. The lab tests (test_lab_requeue.py) run it under Slurm."""
@@ -138,14 +138,16 @@ def test_bash_syntax(argv, tmp_path):
         assert 'srun ' in rendered.text and '"$gpusub_payload" "$@" <&0 &' in rendered.text
 
 
-def test_cached_templates_give_the_same_text(tmp_path):
-    prep = _prep(["--checkpoint", "--launch=per-gpu", "-G", "h100:2", "-t", "10"], tmp_path)
+def test_rendering_is_pure_and_repeatable(tmp_path):
+    """The script is written in plain Python (render.shell): the same text every time, with or without the
+    submitter's environment (no SBATCH_* in it), and nothing written to the user's cache."""
+    (tmp_path / "work").mkdir()
+    prep = _prep(["--checkpoint", "--launch=per-gpu", "-G", "h100:2", "-t", "10"], tmp_path / "work")
     settings = checkpoint_settings(prep)._replace(**FIXED)
-    env = {"XDG_CACHE_HOME": str(tmp_path), "HOME": str(tmp_path)}
-    by_jinja2 = render_prepared(prep, None, settings)
-    cold = render_prepared(prep, env, settings)
-    warm = render_prepared(prep, env, settings)
-    assert cold == by_jinja2 and warm == by_jinja2
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    first = render_prepared(prep, None, settings)
+    assert render_prepared(prep, env, settings) == first == render_prepared(prep, env, settings)
+    assert not (tmp_path / "cache").exists()
 
 
 def test_golden(tmp_path):

@@ -156,7 +156,10 @@ def test_lua_decides_as_the_python_classifier(policy_name: str) -> None:
     plugin = Plugin(policy)
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=COMMAND_LINES, deadline=None, database=None,
+    # derandomized: the coverage asserted below (both outcomes, an accepted -C on a featured policy) is
+    # rare on some policies (mig/university-mig: one run drew 976 cases, 96 accepted, no accepted -C),
+    # so a random draw failed now and then; the same lines every run keep the check and its coverage
+    @settings(max_examples=COMMAND_LINES, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(argv=command_lines())
     def check(argv: list[str]) -> None:

@@ -23,7 +23,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from slurm_gpu.submit.gpusub import make_plan
-from slurm_gpu.submit.templates import default_template_dir
 from slurm_gpu.errors import SlurmGpuError
 from slurm_gpu.policy import classify, load_policy
 from slurm_gpu.render.script import effective_options, payload_of, render_script
@@ -66,8 +65,7 @@ def plugin_job_descs(sub: Any, decision: Any, plan: Any, spelling: Any,
                      version: tuple[int, int, int]) -> dict[str, dict[str, Any]]:
     """The job_desc slurmctld hands the plugin for gpusub's job, by the two ways it can reach sbatch."""
     argv = as_command_line(effective_options(sub, decision, plan, 0))
-    rendered = render_script(sub, decision, plan, spelling, payload_of(sub, SCRIPT),
-                             template_dir=default_template_dir())
+    rendered = render_script(sub, decision, plan, spelling, payload_of(sub, SCRIPT))
     return {
         "effective options as a command line": job_descs_for(argv, version)[0],
         "rendered script": job_descs_for(["sbatch", *rendered.sbatch_argv, "gpusub-job.sh"], version,

@@ -5,7 +5,7 @@ covers both tools, and the tally finds each way a job can go unaccounted for."""
 from __future__ import annotations
 
 from slurm_gpu.lab import burst
-from slurm_gpu.lab.burst import Burst, BurstJob, Prediction, Record, Submission
+from slurm_gpu.lab.burst import Burst, BurstJob, JobSeen, Prediction, Submission
 
 MSG = "this cluster runs GPU jobs only: ask for a GPU (--gpus=h100:1) or keep CPU-only jobs under 30 minutes"
 
@@ -37,7 +37,7 @@ def _case():
                  1: Prediction(True, "interactive", "debug", None, None), 2: Prediction(False, None, None, MSG, None)}
     subs = (Submission(0, 0, 10, "", 0.01), Submission(1, 0, 11, "", 0.2),
             Submission(2, 1, None, f"sbatch: error: {MSG[:40]}\n{MSG[40:]}", 0.01))
-    queue = {10: Record(10, "batch", "normal", "COMPLETED"), 11: Record(11, "interactive", "debug", "COMPLETED")}
+    queue = {10: JobSeen(10, "batch", "normal", "COMPLETED"), 11: JobSeen(11, "interactive", "debug", "COMPLETED")}
     hooked = {"prolog": {10}, "epilog": {10}}
     return jobs, predicted, Burst(subs, 1.0), queue, dict(queue), hooked
 
@@ -55,29 +55,29 @@ def test_each_way_a_job_goes_unaccounted_for() -> None:
     wrong = Burst((b.submissions[0], b.submissions[1], Submission(2, 1, None, "sbatch: error: Invalid qos", 0.01)), 1)
     assert [p.kind for p in burst.tally(jobs, predicted, wrong, queue, acct, hooked).problems] == ["message"]
     took = Burst((*b.submissions[:2], Submission(2, 0, 12, "", 0.01)), 1)
-    t = burst.tally(jobs, predicted, took, {**queue, 12: Record(12, "batch", "normal", "PENDING")}, acct, hooked)
+    t = burst.tally(jobs, predicted, took, {**queue, 12: JobSeen(12, "batch", "normal", "PENDING")}, acct, hooked)
     assert [p.kind for p in t.problems] == ["accepted", "unfinished"] and t.stuck == (12,)
     t = burst.tally(jobs, predicted, b, {11: queue[11]}, acct, hooked)
     assert [p.kind for p in t.problems] == ["lost"] and t.completed == 1
-    t = burst.tally(jobs, predicted, b, {**queue, 10: Record(10, "spot", "spot", "COMPLETED")}, acct, hooked)
+    t = burst.tally(jobs, predicted, b, {**queue, 10: JobSeen(10, "spot", "spot", "COMPLETED")}, acct, hooked)
     assert len(t.mismatched) == 1 and "spot/spot in squeue, predicted batch/normal" in t.mismatched[0]
     assert not t.problems
-    t = burst.tally(jobs, predicted, b, {**queue, 10: Record(10, "spot", "spot", "COMPLETED")},
-                    {**acct, 10: Record(10, "spot", "spot", "COMPLETED")}, hooked)
+    t = burst.tally(jobs, predicted, b, {**queue, 10: JobSeen(10, "spot", "spot", "COMPLETED")},
+                    {**acct, 10: JobSeen(10, "spot", "spot", "COMPLETED")}, hooked)
     assert t.mismatched == ("#0 sbatch --gpus=h100:1 -t 60: job 10 spot/spot in squeue, spot/spot in sacct, "
                             "predicted batch/normal",)
-    t = burst.tally(jobs, predicted, b, queue, {**acct, 11: Record(11, "batch", "normal", "COMPLETED")}, hooked)
+    t = burst.tally(jobs, predicted, b, queue, {**acct, 11: JobSeen(11, "batch", "normal", "COMPLETED")}, hooked)
     assert len(t.mismatched) == 1 and t.mismatched[0].endswith("batch/normal in sacct, predicted interactive/debug")
     t = burst.tally(jobs, predicted, b, queue, {10: acct[10]}, hooked)
     assert [p.kind for p in t.problems] == ["unrecorded"]
-    t = burst.tally(jobs, predicted, b, {**queue, 10: Record(10, "batch", "normal", "FAILED")}, acct, hooked)
+    t = burst.tally(jobs, predicted, b, {**queue, 10: JobSeen(10, "batch", "normal", "FAILED")}, acct, hooked)
     assert [p.kind for p in t.problems] == ["failed", "unrecorded"]
-    failed = {**queue, 10: Record(10, "batch", "normal", "FAILED")}
-    killed = {**acct, 10: Record(10, "batch", "normal", "FAILED", "0:12")}
+    failed = {**queue, 10: JobSeen(10, "batch", "normal", "FAILED")}
+    killed = {**acct, 10: JobSeen(10, "batch", "normal", "FAILED", "0:12")}
     t = burst.tally(jobs, predicted, b, failed, killed, hooked, {10})  # chosen for preemption, killed by USR2
     assert [p.kind for p in t.problems] == ["preempted"] and "signal 12" in t.problems[0].text
     assert [p.kind for p in burst.tally(jobs, predicted, b, failed, killed, hooked).problems] == ["failed"]
-    exited = {**acct, 10: Record(10, "batch", "normal", "FAILED", "12:0")}  # its own exit status
+    exited = {**acct, 10: JobSeen(10, "batch", "normal", "FAILED", "12:0")}  # its own exit status
     assert [p.kind for p in burst.tally(jobs, predicted, b, failed, exited, hooked, {10}).problems] == ["failed"]
     t = burst.tally(jobs, predicted, b, queue, acct, {"prolog": {10}, "epilog": set()})
     assert [p.kind for p in t.problems] == ["unhooked"]  # only the GPU job is logged by the hooks

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 
 from slurm_gpu.adapters.slurm.runner import run_slurm
 from slurm_gpu.errors import SlurmGpuError
+from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.records import NodeRecord
 
 TIMEOUT_S = 3.0
 
 
-@dataclass(frozen=True)
-class LiveInventory:
+@record
+class LiveInventory(Record):
     partitions: tuple[str, ...]
     qos: tuple[str, ...] | None  # None: accounting (slurmdbd) not reachable
     gpu_types: tuple[str, ...]

@@ -21,17 +21,17 @@ import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import IO
 
 from slurm_gpu.errors import SlurmUnreachable, SubmitError
+from slurm_gpu.plain import Record, record
 from slurm_gpu.slurm.records import one_line
 
 DEFAULT_TIMEOUT_S = 15.0
 
 
-@dataclass(frozen=True)
-class ClientWait:
+@record
+class ClientWait(Record):
     """How long a client call of the lab (``slurm_gpu.lab.clients``: the lab, the demo, the test helpers)
     waits, tuned to the machine. Why: a client answers in about 0.1 s on an idle lab, but on a 2-CPU
     machine at load average 4 (the suite beside other users) squeue once took over 5 s
