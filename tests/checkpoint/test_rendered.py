@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The rendered script's side of the checkpoint protocol (slurm_gpu/render/shell.py: CHECKPOINT and the launch,
 slurm_gpu/render/checkpoint.py): when it is on, the sbatch options it sets, the script's structure and
-syntax, the same text from the user's cache of compiled templates, a golden file, and the wrapper run
+syntax, the same text every time with nothing cached, a golden file, and the wrapper run
 locally (no Slurm) with a payload that gets the stop signal. The lab tests (test_lab_requeue.py) run it under Slurm."""
 
 from __future__ import annotations

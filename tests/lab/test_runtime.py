@@ -70,7 +70,7 @@ def test_demo_from_a_private_checkout(slurm_lab, tmp_path):
     """A checkout the lab user cannot read (tmp_path lies under /tmp/pytest-of-root, mode 700, like a clone
     in /root): `slurm-gpu lab demo` from its own venv still submits with gpusub, through the lab's copy."""
     clone = tmp_path / "clone"
-    for part in ("slurm_gpu", "templates", "examples"):
+    for part in ("slurm_gpu", "examples"):
         shutil.copytree(ROOT / part, clone / part, ignore=shutil.ignore_patterns("__pycache__"))
     python = os.path.realpath(sys.executable)
     venv = tmp_path / "venv"
