@@ -183,6 +183,22 @@ class Case:
         return [f"{t} job {s.job} (restarts {max(int(str(r.get('restarts') or 0)) for r in s.records)})"
                 for t, s in self.sides.items() if any(r.get("restarts") for r in s.records)]
 
+    def spread(self) -> list[str]:
+        """The sides whose job Slurm placed on another number of nodes than the manifest's ``nodes=`` or the
+        other side's: a job that sets no node count (``--gpus=h100:2``) is spread over two nodes when no
+        node has the GPUs and CPUs free at that moment (measured: 24.11.5, env-sbatch-gpus-time; 26.05.5,
+        cpus-per-gpu; both sbatch's own job, with the other cases running beside it)."""
+        counts = {t: sorted(int(str(r.get("nodes") or 0)) for r in s.records) for t, s in self.sides.items()}
+        want = self.script.expect.get("nodes")
+        sides_differ = len({tuple(c) for c in counts.values()}) > 1
+        out = [f"{t} job {self.sides[t].job} on {'/'.join(map(str, c))} node(s)" for t, c in counts.items()
+               if c and (sides_differ or (want is not None and any(n != int(want) for n in c)))]
+        return [x + (f" (the manifest: {want})" if want is not None else "") for x in out]
+
+    def disturbed(self) -> list[str]:
+        """Why this run's outcome may be its neighbours' doing (run_all runs such a case again, alone)."""
+        return self.restarted() + self.spread() if self.script.mode == "run" else []
+
 
 class Runner:
     """Submits the corpus through the lab (``lab`` is tests/conftest.py's SlurmLab)."""
@@ -426,19 +442,20 @@ def _finish(runner: Runner, cases: list[Case], wait_s: float) -> None:
 
 
 def run_all(lab, gpusub: str, scripts: list[Script], base: str, wait_s: float = 200) -> dict[str, Case]:
-    """Every script, six at a time, both sides. The corpus runs side by side on one lab, so one case's job
-    can preempt another's (a job in a preemptible partition, requeued by Slurm when a neighbour's job needs
-    its node: measured once in CI, partition-spot-requeue's gpusub job and nobody else's). A case whose job
-    Slurm started more than once is run again, alone, once the rest have finished, and judged on that run:
-    a side that requeues itself (a fault of gpusub's checkpoint shim, say) does it again there and fails."""
+    """Every script, six at a time, both sides. The corpus runs side by side on one lab, so one case's jobs
+    can change what Slurm does with another's: a job in a preemptible partition is requeued when a
+    neighbour's job needs its node (measured once in CI: partition-spot-requeue's gpusub job), and a job
+    with no node count is spread over two nodes when no node has its GPUs free (Case.spread). Such a case
+    (Case.disturbed) is run again, alone, once the rest have finished, and judged on that run: a side that
+    requeues itself or asks for other nodes (a fault of gpusub) does it again there and fails."""
     runner = Runner(lab, gpusub, base)
     cases = [runner.prepare(s) for s in scripts]
     with ThreadPoolExecutor(max_workers=6) as pool:
         cases = list(pool.map(runner.run_case, cases))
     _finish(runner, cases, wait_s)
     for i, c in enumerate(cases):
-        why = c.restarted()
-        if c.script.mode != "run" or not why:
+        why = c.disturbed()
+        if not why:
             continue
         again = runner.run_case(runner.prepare(c.script, ".rerun"))
         _finish(runner, [again], wait_s)

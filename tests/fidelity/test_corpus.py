@@ -117,3 +117,18 @@ def test_a_requeued_side_marks_the_case_for_a_rerun():
     assert case.restarted() == ["gpusub job gpusub (restarts 1)"]
     case.sides["gpusub"].records = [harness.summarize(base)]
     assert case.restarted() == []
+
+
+def test_a_spread_job_marks_the_case_for_a_rerun():
+    """A job Slurm placed on more nodes than the manifest says (no node has the GPUs free while the other
+    cases run) is no disagreement yet: run_all runs the case again alone."""
+    script = next(s for s in CORPUS if s.mode == "run" and s.expect.get("nodes") == "1")
+    base = {"Restarts": "0", "JobState": "COMPLETED", "NumNodes": "1"}
+    case = harness.Case(script, "/nonexistent")
+    for tool in ("sbatch", "gpusub"):
+        case.sides[tool] = harness.Side(tool, [tool], job=tool)
+        case.sides[tool].records = [harness.summarize(base)]
+    assert case.disturbed() == []
+    case.sides["sbatch"].records = [harness.summarize(base | {"NumNodes": "2"})]
+    assert case.disturbed() == ["sbatch job sbatch on 2 node(s) (the manifest: 1)",
+                                "gpusub job gpusub on 1 node(s) (the manifest: 1)"]
