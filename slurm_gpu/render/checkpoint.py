@@ -24,7 +24,6 @@ from slurm_gpu.checkpoint.contract import (
 )
 from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
-from slurm_gpu.render.shell import Checkpoint
 from slurm_gpu.slurm.sbatch.table import GpusubOptions
 
 if TYPE_CHECKING:  # the types only
@@ -128,14 +127,4 @@ def warnings_for(settings: CheckpointSettings, lead_s: int,
     return out
 
 
-def context(settings: CheckpointSettings | None, lead_s: int) -> Checkpoint | None:
-    """The script's checkpoint values (None: the protocol is off and the script is as without it);
-    ``lead_s``: the lead time the job's ``--signal`` carries."""
-    if settings is None:
-        return None
-    return Checkpoint(signal=settings.signal, grace=settings.grace_s, lead=lead_s,
-                      max_requeues=settings.max_requeues, keep=settings.keep, python=settings.python,
-                      library=settings.library, why=settings.why)
-
-
-__all__ = ["CheckpointSettings", "settings_for", "protocol_options", "user_lead", "warnings_for", "context"]
+__all__ = ["CheckpointSettings", "settings_for", "protocol_options", "user_lead", "warnings_for"]

@@ -22,7 +22,6 @@ from slurm_gpu.digits import is_digits
 from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.render.checkpoint import CheckpointSettings, protocol_options, user_lead
-from slurm_gpu.render.checkpoint import context as ckpt_context
 from slurm_gpu.render.job_env import EnvStep, TresPerTask, restore_steps, sbatch_inputs
 from slurm_gpu.render.shell import ScriptParts, batch_script, comment_text
 from slurm_gpu.slurm.sbatch.table import BY_NAME, MEMORY_GROUP, SAME_FIELD
@@ -396,7 +395,8 @@ def render_script(
             raise RenderError(f"environment name {step.name!r}: accepted: letters, digits and _ (not first)")
         _check_value(step.name, step.value)
     text = payload.text
-    ckpt = ckpt_context(checkpoint, user_lead(options) or checkpoint.lead_s) if checkpoint is not None else None
+    # the protocol's settings with the lead time the job's --signal carries (the user's own, if given)
+    ckpt = checkpoint._replace(lead_s=user_lead(options) or checkpoint.lead_s) if checkpoint is not None else None
     parts = ScriptParts(
         gpusub_version=__version__,
         slurm_version=comment_text(spelling.label),

@@ -16,8 +16,8 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 
-from slurm_gpu.errors import UsageError
 from slurm_gpu.plain import NamedTuple
+from slurm_gpu.render.checkpoint import CheckpointSettings
 from slurm_gpu.render.job_env import EnvStep, TresPerTask
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # control characters but tab and newline
@@ -53,19 +53,6 @@ def fill(block: str, values: Mapping[str, object]) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), "\n".join(lines))
 
 
-class Checkpoint(NamedTuple):
-    """The checkpoint protocol's values in the script (render.checkpoint.context)."""
-
-    signal: str  # a signal name without SIG (checkpoint.contract.STOP_SIGNALS)
-    grace: int
-    lead: int
-    max_requeues: int
-    keep: int
-    python: str
-    library: str
-    why: str
-
-
 class ScriptParts(NamedTuple):
     """Everything the batch script is written from, already checked by render.script.render_script
     (directives quoted for sbatch; names checked as shell names; the rest is quoted here)."""
@@ -80,7 +67,7 @@ class ScriptParts(NamedTuple):
     srun_unexported: Sequence[str]  # comment text: srun options with no input variable
     restore: Sequence[EnvStep]
     tres_per_task: Sequence[TresPerTask]
-    launch: str  # "batch" or "per-gpu"
+    launch: str  # "batch" or "per-gpu" (render_script checks it): anything but "batch" is the srun launch
     srun_options: Sequence[str]
     shim_text: str  # the per-task shim ("" for none)
     payload_name: str
@@ -89,7 +76,7 @@ class ScriptParts(NamedTuple):
     strip_last_newline: bool
     delimiter: str
     forward_signals: Sequence[str]
-    ckpt: Checkpoint | None
+    ckpt: CheckpointSettings | None  # the protocol's settings, lead_s the job's own --signal lead
     args: Sequence[str]
 
 
@@ -359,13 +346,13 @@ def _header(p: ScriptParts) -> list[str]:
     return out
 
 
-def _checkpoint_hook(ckpt: Checkpoint | None) -> list[str]:
+def _checkpoint_hook(ckpt: CheckpointSettings | None) -> list[str]:
     out = ["# slurm-gpu:hook checkpoint\n"]
     if ckpt is None:
         out.append("# (signal and requeue handling goes here)\n")
     else:
         out.append(fill(CHECKPOINT, {
-            "WHY": comment_text(ckpt.why), "SIGNAL": ckpt.signal, "GRACE": ckpt.grace, "LEAD": ckpt.lead,
+            "WHY": comment_text(ckpt.why), "SIGNAL": ckpt.signal, "GRACE": ckpt.grace_s, "LEAD": ckpt.lead_s,
             "MAX_REQUEUES": ckpt.max_requeues, "KEEP": ckpt.keep, "PYTHON": shquote(ckpt.python),
             "LIBRARY": shquote(ckpt.library),
             "TERM_TRAP": "" if ckpt.signal == "TERM" else "trap gpusub_ckpt_on_term TERM"}))
@@ -453,9 +440,7 @@ def _launch(p: ScriptParts) -> list[str]:
 
 def batch_script(p: ScriptParts) -> str:
     """The whole batch script."""
-    if p.launch not in ("batch", "per-gpu"):
-        raise UsageError(f"launch {p.launch!r}: accepted: batch, per-gpu")
     return "".join([*_header(p), *_checkpoint_hook(p.ckpt), *_launch(p)])
 
 
-__all__ = ["ScriptParts", "Checkpoint", "batch_script", "shquote", "comment_text", "fill"]
+__all__ = ["ScriptParts", "batch_script", "shquote", "comment_text", "fill"]

@@ -79,7 +79,9 @@ def test_lua_accepts_gpusub_jobs_unchanged(policy_name: str, tmp_path: Path) -> 
     plugin = Plugin(policy)
     seen: Counter[str] = Counter()
 
-    @settings(max_examples=COMMAND_LINES, deadline=None, database=None,
+    # derandomized, as test_differential.py: a random draw fell short of REQUIRED now and then (fabric-lab:
+    # 39 accepted command lines of 40 in one run here); the same lines every run keep the count stable
+    @settings(max_examples=COMMAND_LINES, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
     @given(argv=command_lines().filter(lambda a: a[0] == "sbatch"))
     def check(argv: list[str]) -> None:
