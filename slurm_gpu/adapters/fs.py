@@ -308,14 +308,15 @@ def _kind(st: os.stat_result) -> str:
 
 def read_capped(where: int | str, name: str | None = None, *, limit: int, missing_ok: bool = False,
                 trusted: bool = False, uid: int | None = None, private: bool = False,
-                one_link: bool = False) -> bytes | None:
+                one_link: bool = False, offset: int = 0) -> bytes | None:
     """At most ``limit`` bytes of a regular file: ``name`` relative to the directory descriptor
     ``where`` (never through a symlink), or the path ``where`` (as the kernel resolves it), or, with
     no ``name`` and a descriptor, that open file itself (standard input: only the cap applies).
     Opened without blocking; a FIFO, device or directory is refused before anything is read. None for
     a missing file with ``missing_ok``. Checks, each an :class:`Untrusted`: ``trusted`` (root's or the
     caller's), ``uid`` (that user's), ``private`` (no group/other bits), ``one_link`` (one hard link);
-    a file over ``limit`` bytes is Untrusted with errno EFBIG."""
+    a file over ``limit`` bytes is Untrusted with errno EFBIG. ``offset``: only the bytes from there on
+    (a log's tail: the cap applies to them), nothing when the file is shorter."""
     label = name if name is not None else str(where)
     if isinstance(where, int) and name is None:
         return _read_fd(where, limit, label)
@@ -347,8 +348,12 @@ def read_capped(where: int | str, name: str | None = None, *, limit: int, missin
             raise Untrusted(errno.EPERM, f"{label} has mode {stat.S_IMODE(st.st_mode):o}, not private")
         if one_link and st.st_nlink != 1:
             raise Untrusted(errno.EPERM, f"{label} has {st.st_nlink} hard links, not 1")
-        if st.st_size > limit:
+        if st.st_size - offset > limit:
             raise Untrusted(errno.EFBIG, f"{label} is larger than {limit} bytes; refused")
+        if offset:
+            if st.st_size <= offset:
+                return b""
+            os.lseek(fd, offset, os.SEEK_SET)
         return _read_fd(fd, limit, label)
     finally:
         os.close(fd)

@@ -187,12 +187,17 @@ class Engine:
         self.finish = max(self.finish, ended)
         self.changed = True
         if self.params.sched_delay_s > 0:
-            if self.main_due is None:  # one queued pass sees every end before it
-                self.main_due = self.now + self.params.sched_delay_s
-                self.push(self.main_due, MAIN)
+            self.queue_main(self.now + self.params.sched_delay_s)
         else:
             self.dirty = True
         return ran
+
+    def queue_main(self, due: int) -> None:
+        """Queue the main pass an event triggers: one queued pass sees every event before it, and an
+        event that wants it sooner (an end after a submission) moves it earlier."""
+        if self.main_due is None or due < self.main_due:
+            self.main_due = due
+            self.push(due, MAIN)
 
     def free_limit(self, job: SimJob) -> None:
         """The run no longer counts against its QOS's GPUs per user."""
@@ -261,8 +266,9 @@ class Engine:
                     backfill_now = True
                     continue
                 if kind == MAIN:
-                    self.main_due = None
-                    self.dirty = True
+                    if self.main_due == now:  # else one that an earlier queued pass replaced
+                        self.main_due = None
+                        self.dirty = True
                     continue
                 if kind == FULL:
                     full_now, self.full_due = True, None
@@ -270,7 +276,11 @@ class Engine:
                 job = self.jobs[idx]
                 if kind == SUBMIT:
                     pending.add(job, now)
-                    self.changed = self.dirty = True
+                    self.changed = True
+                    if p.submit_delay_s > 0 and p.sched_delay_s > 0:
+                        self.queue_main(now + p.submit_delay_s)
+                    else:
+                        self.dirty = True
                 elif job.run == run and job.state in ("RUNNING", "PREEMPTING"):
                     if kind == LIMIT_FREE:
                         if job.state == "RUNNING":  # a preempted run frees its count when it stops
@@ -301,6 +311,8 @@ class Engine:
                     self.dirty = False
                     main_pass(order, self.cluster, p, self.victims.values(), self.start, self.preempt, limit,
                               pending.partitions(), None if full else p.default_queue_depth)
+            else:  # a pass with nothing pending finds nothing (only a submission's queued pass can tell)
+                self.dirty = False
             if backfill_now:
                 self.bf_due = None
                 if pending and self.changed:
@@ -311,7 +323,7 @@ class Engine:
                                   pending.smallest())
                     self.in_backfill = False
             if p.backfill and pending and self.changed and self.bf_due is None:
-                self.bf_due = now + (-(now - begin)) % p.bf_interval_s
+                self.bf_due = now + ((begin if p.bf_phase_s is None else p.bf_phase_s) - now) % p.bf_interval_s
                 if self.bf_due == now and backfill_now:
                     self.bf_due += p.bf_interval_s
                 self.push(self.bf_due, BACKFILL)

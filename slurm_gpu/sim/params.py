@@ -47,6 +47,12 @@ class Params(NamedTuple):
     # the main pass an end triggers runs this long after it (slurmctld queues it; ends in between are seen
     # together); 0: at the end itself. The lab comparison measures it (validate.lab_timing)
     sched_delay_s: int = 0
+    # the main pass a submission triggers runs this long after it (with sched_delay_s > 0); 0: at the
+    # submission itself. Measured by the lab comparison from slurmctld's log (validate.lab_timing)
+    submit_delay_s: int = 0
+    # backfill passes run at this time past each multiple of bf_interval_s (slurmctld's own phase, measured
+    # by the lab comparison from its log); None: on multiples from the first submission
+    bf_phase_s: int | None = None
     fairshare: FairShareScheme = "classic"  # PriorityFlags=NO_FAIR_TREE (classic) or FAIR_TREE (Slurm's default)
     shares: tuple[tuple[str, float], ...] = ()  # sacctmgr Fairshare= per account path ("phys/theory"); else 1
     billing_weights: tuple[tuple[str, float], ...] = (("gres/gpu", 1.0),)  # TRESBillingWeights (cpu, mem GB, gres/gpu)

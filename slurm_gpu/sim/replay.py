@@ -19,6 +19,7 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -31,9 +32,13 @@ from slurm_gpu.csv_cells import unquote
 from slurm_gpu.errors import SlurmGpuError, UsageError
 from slurm_gpu.plain import NamedTuple
 from slurm_gpu.sim.params import Params
-from slurm_gpu.sim.validate import Comparison, Replayed
+from slurm_gpu.sim.validate import Comparison, LabTiming, Replayed
 
-RECORD_COLUMNS = ("job_id", "trace_job_id", "submit", "start", "end", "partition", "nodes", "state", "runs")
+RECORD_COLUMNS = ("job_id", "trace_job_id", "submit", "start", "end", "partition", "nodes", "state", "runs",
+                  "submit_ms", "start_ms", "end_ms", "started_by")
+OLD_RECORD_COLUMNS = RECORD_COLUMNS[:9]  # records written before slurmctld's log was read
+MS_RECORD_COLUMNS = RECORD_COLUMNS[:12]  # and before the pass that started each job was
+CTLD_LOG_LIMIT = 256 << 20  # bytes of slurmctld's log a replay reads (its own lines: ~250 bytes a job)
 SACCT_FORMAT = "JobIDRaw,Submit,Start,End,Partition,QOS,State,NNodes,AllocTRES"
 
 
@@ -47,6 +52,11 @@ class RealJob(NamedTuple):
     nodes: int | None
     state: str
     runs: int
+    # the same times from slurmctld's log, to the millisecond (sim/ctld_log.py); None where not logged
+    submit_ms: float | None = None
+    start_ms: float | None = None
+    end_ms: float | None = None
+    started_by: str = ""  # "main" or "backfill": the pass of slurmctld that started the first run (the log's)
 
 
 def routed(policy_path: str, trace_path: str, factor: float, fmt: str | None = None) -> list[Replayed]:
@@ -199,38 +209,71 @@ def read_record(path: str) -> tuple[list[RealJob], Params | None]:
             params = _older_record(params, given, text)
     rows = csv.reader(line for line in text.splitlines() if not line.startswith("#"))
     head = next(rows, None)
-    if head is None or tuple(head) != RECORD_COLUMNS:
+    columns = tuple(head or ())
+    if columns not in (RECORD_COLUMNS, MS_RECORD_COLUMNS, OLD_RECORD_COLUMNS):
         raise SlurmGpuError(f"{path}:1: expected the columns {','.join(RECORD_COLUMNS)}")
     out = []
     for n, row in enumerate(rows, 2):
         try:
-            v = dict(zip(RECORD_COLUMNS, map(unquote, row), strict=True))
+            v = dict(zip(columns, map(unquote, row), strict=True))
+            ms = [float(v[k]) if v.get(k) else None for k in ("submit_ms", "start_ms", "end_ms")]
+            if not all(x is None or math.isfinite(x) for x in ms):
+                raise ValueError("a time that is not a number")
+            if v.get("started_by", "") not in ("", "main", "backfill"):
+                raise ValueError(f"started_by {v['started_by']!r} is not main or backfill")
             out.append(RealJob(v["job_id"], v["trace_job_id"], int(v["submit"]),
                                int(v["start"]) if v["start"] else None, int(v["end"]) if v["end"] else None,
-                               v["partition"], int(v["nodes"]) if v["nodes"] else None, v["state"], int(v["runs"])))
+                               v["partition"], int(v["nodes"]) if v["nodes"] else None, v["state"], int(v["runs"]),
+                               ms[0], ms[1], ms[2], v.get("started_by", "")))
         except ValueError as exc:
             raise SlurmGpuError(f"{path}:{n}: bad record row: {exc}") from None
     return out, params
 
 
+def lab_timing_of(jobs: list[Replayed], real: list[RealJob], params: Params) -> LabTiming:
+    """The lab's timing measured from a record: in milliseconds from the jobs slurmctld's log timed,
+    where the record has any; else in tenths from sacct's whole seconds."""
+    from slurm_gpu.sim.validate import TICKS_MS, lab_timing
+
+    sleeps = {r.job.job_id: r.job.duration for r in jobs}
+    fine = [r for r in real if r.submit_ms is not None and r.start_ms is not None]
+    if not fine:
+        return lab_timing([(r.submit, r.start, r.end, sleeps.get(r.trace_job_id, 0), r.runs) for r in real])
+    return lab_timing([(r.submit_ms, r.start_ms, r.end_ms, sleeps.get(r.trace_job_id, 0), r.runs)
+                       for r in fine if r.submit_ms is not None], TICKS_MS,
+                      [r.start_ms for r in fine if r.started_by == "backfill" and r.start_ms is not None],
+                      params.bf_interval_s)
+
+
 def compare_with(jobs: list[Replayed], real: list[RealJob], policy_path: str,
-                 params: Params) -> tuple[Comparison, list[tuple[str, int, int | None, int | None, str]]]:
-    """Simulate the compressed jobs with the real submit times and the lab's parameters; compare."""
+                 params: Params) -> tuple[Comparison, list[tuple[str, int, int | None, float | None, str]]]:
+    """Simulate the compressed jobs with the real submit times and the lab's parameters; compare.
+
+    A run's length is the job's, not the scheduler's: where slurmctld's log gave a job's start and end
+    to the millisecond (one run), the simulated run lasts as long as the real one did; otherwise its
+    sleep plus the lab's mean overhead. Submissions likewise. Every start is the simulator's own."""
     from slurm_gpu.policy.load import load_policy
     from slurm_gpu.sim.engine import simulate
     from slurm_gpu.sim.traces import Trace
-    from slurm_gpu.sim.validate import TICKS, FixedRoutes, compare, in_ticks, lab_timing
+    from slurm_gpu.sim.validate import TICKS, FixedRoutes, compare, in_ticks
 
     by_trace = {r.trace_job_id: r for r in real}
-    sleeps = {r.job.job_id: r.job.duration for r in jobs}
-    timing = lab_timing([(r.submit, r.start, r.end, sleeps.get(r.trace_job_id, 0), r.runs) for r in real])
-    t = TICKS  # in tenths of a second: the lab's per-run overhead and release are fractions of a second
+    timing = lab_timing_of(jobs, real, params)
+    t = timing.ticks  # tenths or milliseconds: the lab's per-run overhead and release are fractions of a second
 
     def ticks(v: int | None) -> int | None:
         return None if v is None else v * t
 
-    replayed = [r._replace(job=r.job._replace(submit=by_trace[r.job.job_id].submit * t,
-                                              duration=r.job.duration * t + timing.overhead,
+    def submit(r: RealJob) -> int:
+        return r.submit * t if r.submit_ms is None else round(r.submit_ms * t)
+
+    def run_length(r: Replayed) -> int:
+        got = by_trace[r.job.job_id]
+        if got.runs == 1 and got.start_ms is not None and got.end_ms is not None:
+            return max(1, round((got.end_ms - got.start_ms) * t))
+        return r.job.duration * t + timing.overhead
+
+    replayed = [r._replace(job=r.job._replace(submit=submit(by_trace[r.job.job_id]), duration=run_length(r),
                                               time_limit_s=ticks(r.job.time_limit_s)),
                            route=r.route._replace(time_limit_s=ticks(r.route.time_limit_s)))
                 for r in jobs if r.job.job_id in by_trace]
@@ -239,11 +282,21 @@ def compare_with(jobs: list[Replayed], real: list[RealJob], policy_path: str,
                                                           for p in policy.partitions))
     result = simulate(Trace(tuple(r.job for r in replayed), "epoch"), policy, in_ticks(params, timing),
                       FixedRoutes(replayed))
-    # sacct's whole seconds are truncated: so are the simulated starts
-    sim = {j.job_id: None if j.first_start is None else j.first_start // t for j in result.jobs}
-    cmp = compare({k: (v.submit, v.start) for k, v in by_trace.items() if v.start is not None}, sim)
+    # against slurmctld's milliseconds, to the millisecond; against sacct's whole seconds (truncated), the
+    # simulated starts truncated too
+    fine = t != TICKS
+    sim: dict[str, float | None] = {j.job_id: None if j.first_start is None else
+                                    round(j.first_start / t, 3) if fine else j.first_start // t for j in result.jobs}
+    cmp = compare(truth_of(real), sim)
     rows = [(k, by_trace[k].submit, by_trace[k].start, sim.get(k), by_trace[k].partition) for k in sorted(by_trace)]
     return cmp, rows
+
+
+def truth_of(real: list[RealJob]) -> dict[str, tuple[float, float]]:
+    """Trace job id -> the real (submit, first start): slurmctld's milliseconds where the record has
+    them, else sacct's seconds."""
+    return {r.trace_job_id: (r.submit, r.start) if r.start_ms is None or r.submit_ms is None
+            else (r.submit_ms, r.start_ms) for r in real if r.start is not None}
 
 
 def report(cmp: Comparison) -> str:
@@ -289,6 +342,62 @@ def set_lab_scheduler(env: dict[str, str], say: Callable[[str], None]) -> None:
     say(f"wrote {lab_scheduler_line()} into {conf} and reconfigured the lab")
 
 
+class CtldLog(NamedTuple):
+    """Where slurmctld writes its log, and how far it was when the replay began."""
+
+    directory: str
+    name: str
+    owner: int  # SlurmUser's uid: the log is refused when anyone else owns it
+    size: int
+
+
+def ctld_log(env: dict[str, str]) -> CtldLog | None:
+    """The lab's slurmctld log (``SlurmctldLogFile`` of ``scontrol show config``) and its size now; None
+    when there is none or it cannot be read (the replay then keeps sacct's whole seconds)."""
+    import re
+
+    from slurm_gpu.adapters.fs import LINKS, open_dir
+    from slurm_gpu.adapters.slurm import run_slurm
+
+    shown = run_slurm(["scontrol", "show", "config"], env=env, timeout_s=30).stdout
+    conf = {k.strip(): v.strip() for k, _eq, v in (line.partition("=") for line in shown.splitlines()) if _eq}
+    path, user = conf.get("SlurmctldLogFile", ""), re.search(r"\(([0-9]+)\)", conf.get("SlurmUser", ""))
+    if not path.startswith("/") or user is None:
+        return None
+    directory, _slash, name = path.rpartition("/")
+    try:
+        fd = open_dir(directory or "/", trust=LINKS, follow_last=False)
+        try:
+            size = os.stat(name, dir_fd=fd, follow_symlinks=False).st_size
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return None
+    return CtldLog(directory or "/", name, int(user[1]), size)
+
+
+def with_ms(real: list[RealJob], log: CtldLog | None, t0: float) -> list[RealJob]:
+    """``real`` with the times slurmctld logged since the replay began, where they agree with sacct's
+    (sim/ctld_log.py); unchanged when the log cannot be read."""
+    from slurm_gpu.adapters.fs import LINKS, open_dir, read_capped
+    from slurm_gpu.sim.ctld_log import aligned, events
+
+    if log is None:
+        return real
+    try:
+        fd = open_dir(log.directory, trust=LINKS, follow_last=False)
+        try:
+            data = read_capped(fd, log.name, limit=CTLD_LOG_LIMIT, uid=log.owner, one_link=True, offset=log.size)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return real
+    whole = {r.job_id: (r.submit, r.start, r.end) for r in real}
+    fine = aligned(events((data or b"").decode("utf-8", "replace").splitlines(), whole), whole, int(t0))
+    return [r._replace(submit_ms=f.submit, start_ms=f.start, end_ms=f.end, started_by=f.started_by)
+            if (f := fine.get(r.job_id)) else r for r in real]
+
+
 def lab_params(env: dict[str, str]) -> Params:
     """The simulator's parameters from the lab's slurm.conf (SLURM_CONF)."""
     from slurm_gpu.sim.validate import params_from_conf
@@ -310,11 +419,13 @@ def replay_in_lab(policy_path: str, trace_path: str, out_dir: str, factor: float
     set_lab_scheduler(env, say)
     params = lab_params(env)
     version = run_slurm(["sinfo", "-V"], env=env, timeout_s=15, check=True).stdout.split()[-1]
+    log = ctld_log(env)
     began = time.time()
     t0, ids = submit_all(jobs, user, env, say)
     wait_all(ids, env, timeout_s, say)
-    real = read_real(ids, t0, env)
+    real = with_ms(read_real(ids, t0, env), log, t0)
     took = time.time() - began
+    timed = sum(r.start_ms is not None for r in real)
     from slurm_gpu.sim.validate import release_gap
 
     params = params._replace(release_s=release_gap([(r.submit, r.start, r.end) for r in real
@@ -322,7 +433,8 @@ def replay_in_lab(policy_path: str, trace_path: str, out_dir: str, factor: float
                              clock0_s=int(t0))
     header = [f"slurm-gpu simulate --replay-in-lab: Slurm {version}, {len(real)} jobs of {trace_path}",
               f"compressed {factor:g}x, submitted as {user} from {datetime.fromtimestamp(t0, UTC):%Y-%m-%dT%H:%M:%SZ}",
-              f"(time 0); the real run took {took:.0f} s; times are seconds from time 0 (sacct -X -D)",
+              f"(time 0); the real run took {took:.0f} s; times are seconds from time 0 (sacct -X -D); the _ms",
+              f"columns are slurmctld's log's, to the millisecond, for {timed} of the {len(real)} jobs",
               "the simulator's parameters (below): the lab's slurm.conf's; release_s measured in this run",
               f"params: {json.dumps(params._asdict())}"]
     record = record_text(real, header)
@@ -386,29 +498,33 @@ def _finish(jobs: list[Replayed], real: list[RealJob], policy_path: str, out_dir
         write_files(Path(out_dir), {"lab-replay.csv": record})
     cmp, rows = compare_with(jobs, real, policy_path, params)
     classes = classes_of(jobs)
-    truth = {r.trace_job_id: (r.submit, r.start) for r in real if r.start is not None}
+    truth = truth_of(real)
     sim_starts = {k: s for k, _sub, _real, s, _part in rows}
     by_class = compare_classes(truth, sim_starts, classes)
     rvr: dict[str, Comparison] | None = None
     if others:
-        second = {r.trace_job_id: r.start for r in others[0]}
+        second = {k: start for k, (_sub, start) in truth_of(others[0]).items()}
         rvr = compare_classes(truth, second, classes)
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(("trace_job_id", "submit", "real_start", "sim_start", "partition"))
     for row in rows:
         w.writerow(csv_row("" if v is None else v for v in row))
-    from slurm_gpu.sim.validate import TICKS, lab_timing
-
-    sleeps = {r.job.job_id: r.job.duration for r in jobs}
-    timing = lab_timing([(r.submit, r.start, r.end, sleeps.get(r.trace_job_id, 0), r.runs) for r in real])
+    timing = lab_timing_of(jobs, real, params)
+    t = timing.ticks
+    fine = sum(r.start_ms is not None for r in real)
     text = (head + report(cmp)
-            + f"lab timing (measured from the record; simulated in 1/{TICKS} s): a run lasts its sleep + "
-            + f"{timing.overhead / TICKS:.1f} s; the main pass after an end runs {timing.release / TICKS:.1f} s later\n"
+            + f"lab timing (measured from the record; simulated in 1/{t} s): a run lasts its sleep + "
+            + f"{timing.overhead / t:.{len(str(t)) - 1}f} s; the main pass after an end runs "
+            + f"{timing.release / t:.{len(str(t)) - 1}f} s later"
+            + (f", after a submission {timing.submit_delay / t:.3f} s later" if fine else "") + "\n"
+            + f"times to the millisecond (slurmctld's log): {fine} of {len(real)} jobs"
+            + (" (each of them runs as long as it did)\n" if fine else "\n")
             + class_table(by_class, rvr))
     doc: dict[str, Any] = {"simulated_vs_real": {k: _figures(v) for k, v in by_class.items()},
-                           "lab_timing_s": {"run_overhead": timing.overhead / TICKS,
-                                            "sched_delay": timing.release / TICKS},
+                           "lab_timing_s": {"run_overhead": timing.overhead / t, "sched_delay": timing.release / t,
+                                            "submit_delay": timing.submit_delay / t},
+                           "jobs_timed_to_ms": fine,
                            "missing": list(cmp.missing), "params": params._asdict()}
     if rvr is not None:
         doc["real_vs_real"] = {k: _figures(v) for k, v in rvr.items()}

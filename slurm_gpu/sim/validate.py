@@ -299,7 +299,7 @@ class Comparison(NamedTuple):
     missing: tuple[str, ...]  # jobs started in only one of the two
 
 
-def compare(real: Mapping[str, tuple[int, int]], simulated: Mapping[str, int | None]) -> Comparison:
+def compare(real: Mapping[str, tuple[float, float]], simulated: Mapping[str, float | None]) -> Comparison:
     """``real``: job id -> (submit, first start); ``simulated``: job id -> first start (None: never).
     Times in seconds on the same axis."""
     ids = sorted(k for k in real if simulated.get(k) is not None)
@@ -314,7 +314,7 @@ def compare(real: Mapping[str, tuple[int, int]], simulated: Mapping[str, int | N
     return Comparison(len(ids), kendall_tau_b(ss, rs), mae, mean_wait, ratio, missing)
 
 
-def compare_classes(real: Mapping[str, tuple[int, int]], simulated: Mapping[str, int | None],
+def compare_classes(real: Mapping[str, tuple[float, float]], simulated: Mapping[str, float | None],
                     classes: Mapping[str, Sequence[str]]) -> dict[str, Comparison]:
     """:func:`compare` for all jobs (``"all"``) and for each class label of ``classes`` (job id -> its
     labels, e.g. ``("partition=batch", "qos=normal")``): each class's tau-b is its own jobs' start order,
@@ -344,44 +344,81 @@ def with_lab_scheduler(conf: str) -> str | None:
     return "\n".join(kept) + "\n"
 
 
-TICKS = 10  # the lab comparison simulates in tenths of a second (lab_timing, in_ticks)
+TICKS = 10  # the lab comparison simulates in tenths of a second (lab_timing, in_ticks) ...
+TICKS_MS = 1000  # ... or in milliseconds, where slurmctld's log gave the record its times (sim/ctld_log.py)
 
 
 class LabTiming(NamedTuple):
-    """What a lab adds to each run, in ticks (1/``TICKS`` s), measured from a real run's whole seconds."""
+    """What a lab adds to each run, in ticks (1/``ticks`` s), measured from a real run's times."""
 
     overhead: int  # a run lasts its sleep plus this (slurmd's launch, the step's start and end)
     release: int  # the next job starts this long after an end (the completion, the triggered main pass)
+    submit_delay: int = 0  # a job that can start at once starts this long after its submission
+    ticks: int = TICKS  # per second
+    bf_phase: int | None = None  # backfill passes run this long after each multiple of bf_interval from time 0
 
 
-def lab_timing(runs: Sequence[tuple[int, int | None, int | None, int, int]]) -> LabTiming:
-    """From (submit, start, end, sleep seconds, runs) per real job (sacct's whole seconds, truncated):
-    ``overhead`` = the mean of end - start - sleep over the jobs that ran once; ``release`` = the mean of
-    start - the latest end at or before it over the jobs that waited and started within 2 s of an end.
+def lab_timing(runs: Sequence[tuple[float, float | None, float | None, int, int]],
+               ticks: int = TICKS, backfill_starts: Sequence[float] = (), bf_interval_s: int = 0) -> LabTiming:
+    """From (submit, start, end, sleep seconds, runs) per real job: ``overhead`` = the mean of end - start
+    - sleep over the jobs that ran once; ``release``: of start - the latest end at or before it over the
+    jobs that waited and started within 2 s of an end.
+
+    From sacct's whole seconds (``ticks`` = :data:`TICKS`): ``release`` is the mean, and no submit delay.
     Truncation to whole seconds makes each difference off by under a second either way, but its mean is
-    the true mean when the fractions of the second fall evenly, so tenths are measurable."""
+    the true mean when the fractions of the second fall evenly, so tenths are measurable. From the
+    log's milliseconds (``ticks`` = :data:`TICKS_MS`): ``release`` is the median, which a backfill start
+    that happened to come within 2 s of an end does not move, and ``submit_delay`` the median of start -
+    submit over the jobs that started within 2 s of their submission with no end in between, and
+    ``bf_phase`` where backfill started jobs (``backfill_starts``, seconds from time 0): the median of
+    their times past the last multiple of ``bf_interval_s`` (a backfill pass starts its jobs within
+    milliseconds; slurmctld keeps its passes on one phase from its own start)."""
     over = [end - start - sleep for _sub, start, end, sleep, n in runs
             if n == 1 and start is not None and end is not None]
     ends = sorted(end for _s, _b, end, _d, _n in runs if end is not None)
-    gaps: list[int] = []
+    gaps: list[float] = []
+    at_once: list[float] = []
     for submit, start, _end, _sleep, _n in runs:
         if start is not None and start > submit:
             before = [e for e in ends if e <= start]
             if before and start - before[-1] <= 2:
                 gaps.append(start - before[-1])
-    def mean_ticks(values: list[int]) -> int:
-        return max(0, round(TICKS * sum(values) / len(values))) if values else 0
+            if start - submit <= 2 and not (before and before[-1] > submit):
+                at_once.append(start - submit)
 
-    return LabTiming(mean_ticks(over), mean_ticks(gaps))
+    def mean_ticks(values: list[float]) -> int:
+        return max(0, round(ticks * sum(values) / len(values))) if values else 0
+
+    def median_ticks(values: list[float]) -> int:
+        m = median(values)
+        return 0 if m is None else max(0, round(ticks * m))
+
+    if ticks == TICKS:
+        return LabTiming(mean_ticks(over), mean_ticks(gaps))
+    return LabTiming(mean_ticks(over), median_ticks(gaps), median_ticks(at_once), ticks,
+                     phase_ticks(backfill_starts, bf_interval_s, ticks))
+
+
+def phase_ticks(times: Sequence[float], interval_s: int, ticks: int) -> int | None:
+    """The median phase of ``times`` (seconds) past multiples of ``interval_s``, in ticks, taken around
+    the circle (phases of 4.9 and 0.1 in 5 s are 0.2 apart): None without times or an interval."""
+    if not times or interval_s <= 0:
+        return None
+    ref = times[0] % interval_s
+    half = interval_s / 2
+    off = median([(t % interval_s - ref + half) % interval_s - half for t in times])
+    return round(ticks * ((ref + (off or 0)) % interval_s)) % (ticks * interval_s)
 
 
 def in_ticks(params: Params, timing: LabTiming) -> Params:
-    """``params`` with every time in ticks; a run's GPUs and limits are free at its end, and the main pass
-    it triggers runs the lab's measured release later (``sched_delay_s``)."""
-    t = TICKS
+    """``params`` with every time in ticks (``timing.ticks`` per second); a run's GPUs and limits are free
+    at its end, the main pass it triggers runs the lab's measured release later (``sched_delay_s``), and
+    the one a submission triggers its measured submit delay later (``submit_delay_s``)."""
+    t = timing.ticks
     return params._replace(bf_window_s=params.bf_window_s * t, bf_interval_s=params.bf_interval_s * t,
                            sched_interval_s=params.sched_interval_s * t, bf_resolution_s=params.bf_resolution_s * t,
                            clock0_s=params.clock0_s * t, max_age_s=params.max_age_s * t,
                            half_life_s=params.half_life_s * t, calc_period_s=params.calc_period_s * t,
                            ckpt_interval_s=params.ckpt_interval_s * t, release_s=0,
-                           sched_delay_s=timing.release)
+                           sched_delay_s=timing.release, submit_delay_s=timing.submit_delay,
+                           bf_phase_s=timing.bf_phase)

@@ -212,6 +212,16 @@ def test_read_capped_never_blocks_on_a_fifo_and_caps_the_size(top: Path) -> None
         fs.read_capped(str(top), limit=1)
 
 
+def test_read_capped_from_an_offset_reads_the_tail_and_caps_only_it(top: Path) -> None:
+    # a log's tail (the lab replay reads slurmctld's log from where it stood when the replay began)
+    (top / "log").write_bytes(b"old\n" * 10 + b"new\n")
+    assert fs.read_capped(str(top / "log"), limit=4, offset=40) == b"new\n"
+    assert fs.read_capped(str(top / "log"), limit=4, offset=44) == b""
+    assert fs.read_capped(str(top / "log"), limit=4, offset=100) == b""
+    with pytest.raises(fs.Untrusted, match="larger than 3 bytes"):
+        fs.read_capped(str(top / "log"), limit=3, offset=40)
+
+
 def test_read_capped_relative_to_a_directory_never_follows_a_symlink(top: Path, victim: Path) -> None:
     (top / "link").symlink_to(victim)
     fd = fs.open_dir(str(top))

@@ -357,3 +357,42 @@ def test_the_main_pass_after_an_end_waits_sched_delay_and_sees_every_end_before_
 
     assert starts(0) == {"a": 0, "b": 0, "c": 150, "d": 100}
     assert starts(3) == {"a": 0, "b": 0, "c": 103, "d": 156}
+
+
+def test_a_submission_queues_the_main_pass_submit_delay_later_and_an_end_can_bring_it_forward() -> None:
+    # The lab, 22.05.8 (slurmctld's log of debug-cap runs 3 and 4): a job that can start at once starts
+    # 0.3-0.7 s after its submission, in the main pass the submission queued, and a start after an end
+    # comes ~0.1 s after it. No backfill; b and f take a whole node each (e, at time 0, starts in the
+    # pass of the first priority calculation). With a submit delay of 5 and a sched delay of 1: b and f,
+    # submitted at 3, start at 8; c, submitted at 25, queues a pass at 30, but b's end at 28 queues one
+    # at 29, which starts c. Without the submit delay, b ends at 23 and c starts at once.
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+
+    text = "job_id,user,gpu_num,submit_time,duration\ne,u,1,0,1\nb,x,4,3,20\nf,y,4,3,100\nc,v,4,25,10\n"
+    trace = read_trace(text.splitlines(), "t.csv")
+
+    def starts(**kw: int) -> dict[str, int | None]:
+        return {j.job_id: j.first_start for j in simulate(trace, _capped(4), Params(backfill=False, **kw)).jobs}
+
+    assert starts(sched_delay_s=1, submit_delay_s=5) == {"e": 0, "b": 8, "f": 8, "c": 29}
+    assert starts(sched_delay_s=1) == {"e": 0, "b": 3, "f": 3, "c": 25}
+
+
+def test_backfill_passes_run_at_the_measured_phase() -> None:
+    # x (3 GPUs of n1) and y (n2) run 0-100; h (both nodes) waits for them and blocks its partition for
+    # the main pass; b (1 GPU, 1 minute) fits n1's free GPU before h's reservation at 100: only backfill
+    # starts it. Passes every 10 s: on multiples from the first submission (0) b starts at 10; at the
+    # lab's measured phase 4, at 4; at phase 1 (before b's submission at 2), at 11.
+    from slurm_gpu.sim.engine import simulate
+    from slurm_gpu.sim.params import Params
+    from slurm_gpu.sim.traces import read_trace
+
+    text = ("job_id,user,gpu_num,node_num,submit_time,duration,time_limit\nx,u,3,1,0,100,2\ny,v,4,1,0,100,2\n"
+            "h,w,8,2,1,10,1\nb,z,1,1,2,5,1\n")
+    trace = read_trace(text.splitlines(), "t.csv")
+    for phase, start in ((None, 10), (4, 4), (1, 11)):
+        p = Params(bf_interval_s=10, bf_phase_s=phase, bf_whole_nodes=True)
+        got = {j.job_id: (j.first_start, j.started_by) for j in simulate(trace, _capped(8), p).jobs}
+        assert got["b"] == (start, "backfill") and got["h"][0] == 100, (phase, got)
