@@ -292,10 +292,10 @@ def compare_with(jobs: list[Replayed], real: list[RealJob], policy_path: str,
     return cmp, rows
 
 
-def truth_of(real: list[RealJob]) -> dict[str, tuple[float, float]]:
+def truth_of(real: list[RealJob], ms: bool = True) -> dict[str, tuple[float, float]]:
     """Trace job id -> the real (submit, first start): slurmctld's milliseconds where the record has
-    them, else sacct's seconds."""
-    return {r.trace_job_id: (r.submit, r.start) if r.start_ms is None or r.submit_ms is None
+    them (and ``ms``), else sacct's seconds."""
+    return {r.trace_job_id: (r.submit, r.start) if not ms or r.start_ms is None or r.submit_ms is None
             else (r.submit_ms, r.start_ms) for r in real if r.start is not None}
 
 
@@ -503,8 +503,10 @@ def _finish(jobs: list[Replayed], real: list[RealJob], policy_path: str, out_dir
     by_class = compare_classes(truth, sim_starts, classes)
     rvr: dict[str, Comparison] | None = None
     if others:
-        second = {k: start for k, (_sub, start) in truth_of(others[0]).items()}
-        rvr = compare_classes(truth, second, classes)
+        # two records to the millisecond are compared so; any other pair in sacct's whole seconds
+        ms = all(r.start_ms is not None for r in real + others[0] if r.start is not None)
+        second = {k: start for k, (_sub, start) in truth_of(others[0], ms).items()}
+        rvr = compare_classes(truth_of(real, ms), second, classes)
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(("trace_job_id", "submit", "real_start", "sim_start", "partition"))

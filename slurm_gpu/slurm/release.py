@@ -84,6 +84,11 @@ class SlurmSpelling(NamedTuple):  # a NamedTuple: a frozen dataclass costs gpusu
     # JobLaunchFailure; slurm-gpu-epilog-ctld requeues it, docs/checkpointing.md); 24.11.5 and 26.05.5 requeue it
     # themselves (measured: tests/checkpoint/test_lab_preempted_at_start.py). 23.x not measured (taken as 22.05)
     requeues_preempted_killed_by_signal: bool
+    # slurmctld logs each backfill start at info ("sched/backfill: _start_job: Started JobId=..."; the lab
+    # replay's times to the millisecond, sim/ctld_log.py): 22.05.8 and 24.11.5 (measured); 26.05.5 does not
+    # (measured: a backfill-started job has no start line; its sched_backfill.so keeps "Started %pJ in %s on
+    # %s" only as "HETJOB: Started"). 25.05-25.11 not measured (taken as 24.11)
+    logs_backfill_starts: bool
     detected: bool = True  # False: sbatch could not be asked; these are DEFAULT_VERSION's spellings
 
     @property
@@ -129,7 +134,8 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
                      gpus_per_node_excludes_gres_gpu=False,
                      # code-read and measured on 22.05.8 (gpu_nvml.c _handle_mig; tests/topology/
                      # test_slurm_detection.py: "MIG Profile: nvidia_a100_3g.39gb")
-                     mig_profile_from_attributes=True, requeues_preempted_killed_by_signal=False)),
+                     mig_profile_from_attributes=True, requeues_preempted_killed_by_signal=False,
+                     logs_backfill_starts=True)),
     ((23, 2, 0), dict(has_scontrol_json=True, json_numbers_wrapped=True,  # docs: data_parser plugins
                       # measured on 24.11.5 (docs/gpusub.md "Placement"): with enforce-binding a job with
                       # --cpus-per-task gets every core of its GPUs' sockets (-c 8 + 2 h100: NumCPUs=16, not 8;
@@ -153,7 +159,8 @@ _TABLE: tuple[tuple[Version, dict[str, Any]], ...] = (
     # measured on 26.05.5 (Debian testing)
     # 26.05: v0.0.42 deprecated (removed in 26.11): squeue --json=v0.0.45, its default (measured on 26.05.5: the
     # records read from v0.0.45 equal v0.0.42's, SubmitLine aside, with stdout_expanded for the paths)
-    ((26, 5, 0), dict(gpus_per_node_excludes_gres_gpu=True, squeue_json="--json=v0.0.45")),
+    ((26, 5, 0), dict(gpus_per_node_excludes_gres_gpu=True, squeue_json="--json=v0.0.45",
+                      logs_backfill_starts=False)),
 )
 
 GPUS_PER_NODE_WITH_GRES_GPU = "--gpus-per-node and --gres=gpu are mutually exclusive."  # 26.05.5's sbatch, verbatim

@@ -95,6 +95,7 @@ def test_the_2605_row():
     old, mid, new = spelling_for((22, 5, 8)), spelling_for((24, 11, 5)), spelling_for((26, 5, 5))
     assert not old.gpus_per_node_excludes_gres_gpu and not mid.gpus_per_node_excludes_gres_gpu
     assert new.gpus_per_node_excludes_gres_gpu and new.squeue_json == "--json=v0.0.45"
+    assert old.logs_backfill_starts and mid.logs_backfill_starts and not new.logs_backfill_starts
     assert [since(PREEMPT_SIGNAL_LINE, v).split("=")[0] for v in SUPPORTED] == [
         "SlurmctldParameters", "PreemptParameters", "PreemptParameters"]
     assert since(PROLOG_TIMEOUT_KEYS, (24, 11)) == ("PrologEpilogTimeout",)

@@ -133,15 +133,25 @@ def test_short_replay_in_the_shared_lab(slurm_lab, tmp_path: Path) -> None:  # t
         if r.runs == 1:  # a sleep of the compressed run time (seconds resolution)
             assert r.state == "COMPLETED" and abs((r.end - r.start) - job.job.duration) <= 2, r
     # slurmctld's log gave every job its times to the millisecond (this Slurm's wording of the submit,
-    # start and completion lines is the one sim/ctld_log.py reads), each in the second sacct gives
+    # start and completion lines is the one sim/ctld_log.py reads), each within a second and a half after
+    # sacct's. A release whose backfill logs no start (release.py) leaves the start of each job it started
+    # to sacct; the main scheduler's starts are logged on every release.
+    from slurm_gpu.slurm.release import spelling_for
+
+    every_start = spelling_for(slurm_lab.version).logs_backfill_starts
     for r in real:
-        assert r.submit_ms is not None and r.start_ms is not None and r.end_ms is not None, r
-        assert (int(r.submit_ms), int(r.start_ms), int(r.end_ms)) == (r.submit, r.start, r.end) or (
-            0 <= r.start_ms - r.start < 1.5 and 0 <= r.end_ms - r.end < 1.5), r
+        assert r.submit_ms is not None and r.end_ms is not None, r
+        assert 0 <= r.submit_ms - r.submit < 1.5 and 0 <= r.end_ms - r.end < 1.5, r
+        if r.start_ms is None:
+            assert not every_start and r.started_by == "", r
+            continue
+        assert 0 <= r.start_ms - r.start < 1.5 and r.started_by in ("main", "backfill"), r
         if r.runs == 1:
             sleep = jobs[r.trace_job_id].job.duration
             assert sleep <= r.end_ms - r.start_ms < sleep + 3, r
-    assert "times to the millisecond (slurmctld's log): 20 of 20 jobs" in text
+    timed = sum(r.start_ms is not None for r in real)
+    assert timed == 20 if every_start else timed >= 1
+    assert f"times to the millisecond (slurmctld's log): {timed} of 20 jobs" in text
 
 
 # Slurm 22.05's backfill reserves a pending job's nodes whole, on the bf_resolution grid (backfill.c:

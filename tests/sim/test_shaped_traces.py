@@ -174,25 +174,34 @@ def test_the_simulator_meets_the_goals_on_each_recorded_shape(shape: str, run: s
             label, c)
 
 
-def test_per_class_the_simulator_is_within_twice_real_against_real_on_debug_cap() -> None:
-    # Two real runs of debug-cap (run 2 on a machine at load average ~35: runs 2 s longer than their
-    # sleep). Against run 1, every partition and QOS is within twice the error real run 2 has against run
-    # 1, and its tau-b within 0.05 of theirs (issue 26's rule). Against run 2 it is not (docs/simulate.md).
-    from slurm_gpu.sim.replay import classes_of, compare_with, read_record
+# Pairs of real runs of one trace (docs/simulate.md "Times to the millisecond"): the simulator against
+# the first, real run 2 against it too, per partition and QOS. Compared to the millisecond where both
+# records have slurmctld's times, else in sacct's whole seconds. The floor: where real Slurm repeats
+# itself to within the figures' resolution, "twice real against real" would ask for less than the
+# resolution itself: 1 s for whole seconds; for milliseconds 0.5 s, the lab's own spread of the delay
+# from a submission to a start that waited for nothing (0.0-0.7 s in these records).
+PAIRS = [("debug-cap", "run3", "run4"), ("debug-cap", "run4", "run3"), ("gang", "run2", "run1"),
+         ("spot", "run2", "run1"), ("debug-cap", "run1", "run2")]
+FLOOR_S = {True: 0.5, False: 1.0}
 
-    trace = str(DATA / "lab-trace-debug-cap.csv")
-    run1, params = read_record(str(DATA / "lab-replay-debug-cap-run1.csv"))
-    run2, _ = read_record(str(DATA / "lab-replay-debug-cap-run2.csv"))
-    assert params is not None and len(run1) == len(run2) == 80
+
+@pytest.mark.parametrize(("shape", "first", "second"), PAIRS, ids=["-".join(p) for p in PAIRS])
+def test_per_class_the_simulator_is_within_twice_real_against_real(shape: str, first: str, second: str) -> None:
+    from slurm_gpu.sim.replay import classes_of, compare_with, read_record, truth_of
+
+    trace = str(DATA / f"lab-trace-{shape}.csv")
+    one, params = read_record(str(DATA / f"lab-replay-{shape}-{first}.csv"))
+    two, _ = read_record(str(DATA / f"lab-replay-{shape}-{second}.csv"))
+    assert params is not None and len(one) == len(two)
     jobs = routed(UNIVERSITY, trace, 15)
-    _cmp, rows = compare_with(jobs, run1, UNIVERSITY, params)
-    truth = {r.trace_job_id: (r.submit, r.start) for r in run1 if r.start is not None}
+    _cmp, rows = compare_with(jobs, one, UNIVERSITY, params)
+    ms = all(r.start_ms is not None for r in one + two)
     classes = classes_of(jobs)
-    sim = compare_classes(truth, {k: s for k, _sub, _r, s, _p in rows}, classes)
-    real = compare_classes(truth, {r.trace_job_id: r.start for r in run2}, classes)
-    assert set(sim) == set(real) >= {"all", "partition=interactive", "partition=batch", "qos=debug"}
+    sim = compare_classes(truth_of(one), {k: s for k, _sub, _r, s, _p in rows}, classes)
+    real = compare_classes(truth_of(one, ms), {k: s for k, (_b, s) in truth_of(two, ms).items()}, classes)
+    assert set(sim) == set(real) and len(sim) >= 3
     for label, c in sim.items():
         r = real[label]
         assert c.median_abs_error_s is not None and r.median_abs_error_s is not None
-        assert c.median_abs_error_s <= 2 * r.median_abs_error_s, (label, c, r)
+        assert c.median_abs_error_s <= max(2 * r.median_abs_error_s, FLOOR_S[ms]), (label, c, r)
         assert c.tau_b is not None and r.tau_b is not None and c.tau_b >= r.tau_b - 0.05, (label, c, r)
