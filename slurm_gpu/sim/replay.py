@@ -413,8 +413,10 @@ def replay_in_lab(policy_path: str, trace_path: str, out_dir: str, factor: float
                   user: str = "labuser", timeout_s: float = 1800, say: Callable[[str], None] = print,
                   env: dict[str, str] | None = None, as_json: bool = False) -> str:
     from slurm_gpu.adapters.slurm import run_slurm
+    from slurm_gpu.sim.run_files import write_files
 
     jobs = routed(policy_path, trace_path, factor, fmt)
+    write_files(Path(out_dir), {})  # an output directory that cannot be written fails now, not after the run
     env = dict(os.environ if env is None else env)
     set_lab_scheduler(env, say)
     params = lab_params(env)

@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from slurm_gpu.cli.main import cli
+from slurm_gpu.errors import UsageError
 from slurm_gpu.sim.params import Params
 from slurm_gpu.sim.replay import RealJob, compare_with, read_record, replay_in_lab, routed
 
@@ -108,6 +109,16 @@ def test_replay_usage_and_bad_record(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["simulate", "--policy", UNIVERSITY, "--trace", TRACE, "--out", str(tmp_path),
                                    "--replay-from", str(bad)])
     assert res.exit_code == 1 and "expected the columns" in res.output and "Traceback" not in res.output
+
+
+def test_a_replay_in_the_lab_refuses_an_output_directory_it_cannot_write_before_it_submits(tmp_path: Path) -> None:
+    # the directory is a file: the replay fails at once, before anything is sent to Slurm (no lab here:
+    # an sbatch would fail with another message)
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(UsageError, match="cannot write"):
+        replay_in_lab(UNIVERSITY, TRACE, str(blocked / "out"), 15, say=lambda m: None,
+                      env={"SLURM_CONF": str(tmp_path / "no-slurm.conf"), "PATH": "/nonexistent"})
 
 
 @pytest.mark.slurm
