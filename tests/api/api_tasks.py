@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import time
 
@@ -49,8 +50,15 @@ class Count:
         print(f"start restart={self.starts[-1][0]} at={self.at}", flush=True)
         while self.at < self.total:
             time.sleep(self.dt)
-            self.at += 1
-            print(f"at {self.at}", flush=True)
+            # one step is its count and its line together: the stop signal (whose handler calls
+            # checkpoint()) waits until both are done, or the log and the checkpoint could disagree by a step
+            # (a 24.11 CI run: the signal came between the two, the count 14 saved, "at 14" never printed)
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+            try:
+                self.at += 1
+                print(f"at {self.at}", flush=True)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         return {"at": self.at, "starts": [list(s) for s in self.starts]}
 
     def checkpoint(self) -> Resubmission[dict[str, object]]:
